@@ -1,0 +1,91 @@
+/* zpp: ZeRO++ collectives at the NCCL layer. The public C API of libzpp.so.
+ *
+ * Every function returns an ncclResult_t and never throws; a bad argument gives
+ * ncclInvalidArgument and one WARN line. Thread-safe. */
+#ifndef ZPP_ZPP_H_
+#define ZPP_ZPP_H_
+
+#include <nccl.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZPP_MAJOR 0
+#define ZPP_MINOR 1
+#define ZPP_PATCH 0
+#define ZPP_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define ZPP_VERSION_CODE ZPP_VERSION(ZPP_MAJOR, ZPP_MINOR, ZPP_PATCH)
+
+#if defined(__GNUC__)
+#define ZPP_API __attribute__((visibility("default")))
+#else
+#define ZPP_API
+#endif
+
+/* The version of the loaded libzpp.so, as ZPP_VERSION_CODE. */
+ZPP_API ncclResult_t zppGetVersion(int* version);
+
+/* What zpp did with a call. */
+typedef enum {
+  zppPathPassThrough = 0, /* forwarded to NCCL unchanged */
+  zppPathQwz = 1,         /* quantized weight all-gather */
+  zppPathHpz = 2,         /* hierarchical all-gather (hits and misses) */
+  zppPathQgz = 3,         /* quantized reduce-scatter */
+  zppNumPaths = 4
+} zppPath_t;
+
+/* Why a call was passed through to NCCL. */
+typedef enum {
+  zppReasonDisabled = 0,       /* no technique is enabled for this operation */
+  zppReasonDtype = 1,          /* not fp32, fp16 or bf16 */
+  zppReasonRedOp = 2,          /* not sum, avg or a pre-multiplied sum */
+  zppReasonSmall = 3,          /* under ZPP_MIN_BYTES */
+  zppReasonOneRank = 4,        /* communicator of one rank */
+  zppReasonTopology = 5,       /* uneven or interleaved nodes: no hierarchical plan */
+  zppReasonConfigMismatch = 6, /* ranks disagree on their zpp settings */
+  zppReasonNonblocking = 7,    /* nonblocking communicator */
+  zppReasonInternal = 8,       /* zpp could not prepare the call; NCCL ran it */
+  zppNumReasons = 9
+} zppPassThroughReason_t;
+
+/* The link a byte crossed. */
+typedef enum {
+  zppLinkIntraNode = 0,
+  zppLinkInterNode = 1, /* between nodes of one rack */
+  zppLinkInterRack = 2,
+  zppNumLinks = 3
+} zppLink_t;
+
+/* A snapshot of the process-wide counters; every field counts since the library was loaded. */
+typedef struct {
+  uint64_t calls[zppNumPaths];
+  uint64_t input_bytes[zppNumPaths];
+  uint64_t passthrough[zppNumReasons];
+  uint64_t sent_bytes[zppNumLinks];
+  uint64_t hpz_hits;
+  uint64_t hpz_misses;
+  uint64_t hpz_verify_failures;
+  uint64_t step_epoch;
+} zppStats_t;
+
+ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);
+
+/* The name of a pass-through reason ("small", "dtype", ...). */
+ZPP_API ncclResult_t zppGetPassThroughReasonName(zppPassThroughReason_t reason,
+                                                 const char** name);
+
+/* Ends a training step: the weights may change now, so hpZ may not reuse a secondary partition
+ * filled before this call. zpp-run calls it from an optimizer post-step hook. Returns the new
+ * epoch in *epoch when epoch is not NULL. */
+ZPP_API ncclResult_t zppStepEpochAdvance(uint64_t* epoch);
+
+/* The current step epoch (0 until the first advance). */
+ZPP_API ncclResult_t zppGetStepEpoch(uint64_t* epoch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZPP_ZPP_H_ */

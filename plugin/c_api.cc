@@ -1,0 +1,56 @@
+// zpp's own exported C API (include/zpp/zpp.h): thin wrappers that catch everything.
+#include "common/c_boundary.h"
+#include "epoch/step_epoch.h"
+#include "log/log.h"
+#include "stats/stats.h"
+#include "zpp/zpp.h"
+
+extern "C" {
+
+ZPP_API ncclResult_t zppGetVersion(int* version) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(version != nullptr, "zppGetVersion: version is NULL");
+    *version = ZPP_VERSION_CODE;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(stats != nullptr, "zppGetStats: stats is NULL");
+    zpp::ProcessStats().Snapshot(stats);
+    stats->step_epoch = zpp::ProcessStepEpoch().Current();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppGetPassThroughReasonName(zppPassThroughReason_t reason,
+                                                 const char** name) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(name != nullptr, "zppGetPassThroughReasonName: name is NULL");
+    const char* found = zpp::PassThroughReasonName(reason);
+    ZPP_CHECK_ARG(found != nullptr, "zppGetPassThroughReasonName: unknown reason %d",
+                  static_cast<int>(reason));
+    *name = found;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppStepEpochAdvance(uint64_t* epoch) {
+  return zpp::CatchAll(__func__, [&] {
+    const uint64_t now = zpp::ProcessStepEpoch().Advance();
+    ZPP_TRACE(kStats, "step epoch advanced to %llu", static_cast<unsigned long long>(now));
+    if (epoch != nullptr) *epoch = now;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppGetStepEpoch(uint64_t* epoch) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(epoch != nullptr, "zppGetStepEpoch: epoch is NULL");
+    *epoch = zpp::ProcessStepEpoch().Current();
+    return ncclSuccess;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,50 @@
+// zpp's configuration: every ZPP_* variable parsed once, read through GetConfig().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zpp {
+
+struct Config {
+#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, doc) int64_t member = def;
+#define ZPP_ENV_STR(member, name, kind, def, doc) std::string member = def;
+#include "config/env_vars.def"
+#undef ZPP_ENV_NUM
+#undef ZPP_ENV_STR
+
+  // The value of a variable as text, in the form the parser accepts (used by `zpp-env`).
+  std::string ValueText(std::string_view name) const;
+};
+
+namespace config {
+
+// Returns the raw value of an environment variable, or nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+struct ParseResult {
+  Config config;
+  // One line per bad value, naming the variable, the value and the default used instead.
+  std::vector<std::string> warnings;
+};
+
+// Pure: reads every declared variable through `lookup`. Never throws on bad input.
+ParseResult ParseEnvironment(const EnvLookup& lookup);
+
+// The lookup over the process environment.
+EnvLookup ProcessEnvironment();
+
+// The text form of a default value, as the README shows it.
+std::string DefaultText(std::string_view name);
+
+}  // namespace config
+
+// The process-wide configuration, parsed on first use (thread-safe); its warnings are logged
+// once, after the logger has been configured from it.
+const Config& GetConfig();
+
+}  // namespace zpp

@@ -1,0 +1,10 @@
+#include "epoch/step_epoch.h"
+
+namespace zpp {
+
+StepEpoch& ProcessStepEpoch() {
+  static StepEpoch epoch;
+  return epoch;
+}
+
+}  // namespace zpp

@@ -1,0 +1,22 @@
+// The process's step epoch: advanced once per optimizer step (zppStepEpochAdvance). hpZ may
+// reuse a secondary partition only within the epoch that filled it (DESIGN.md, contract 7).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace zpp {
+
+class StepEpoch {
+ public:
+  // Returns the new epoch.
+  uint64_t Advance() { return epoch_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  uint64_t Current() const { return epoch_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<uint64_t> epoch_{0};
+};
+
+StepEpoch& ProcessStepEpoch();
+
+}  // namespace zpp

@@ -1,0 +1,66 @@
+#include "stats/stats.h"
+
+namespace zpp {
+
+void StatsCounters::AddCall(zppPath_t path, uint64_t input_bytes) {
+  calls_[path].fetch_add(1, std::memory_order_relaxed);
+  input_bytes_[path].fetch_add(input_bytes, std::memory_order_relaxed);
+}
+
+void StatsCounters::AddPassThrough(zppPassThroughReason_t reason, uint64_t input_bytes) {
+  AddCall(zppPathPassThrough, input_bytes);
+  passthrough_[reason].fetch_add(1, std::memory_order_relaxed);
+}
+
+void StatsCounters::AddSent(zppLink_t link, uint64_t bytes) {
+  sent_bytes_[link].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void StatsCounters::Snapshot(zppStats_t* out) const {
+  for (int i = 0; i < zppNumPaths; ++i) {
+    out->calls[i] = calls_[i].load(std::memory_order_relaxed);
+    out->input_bytes[i] = input_bytes_[i].load(std::memory_order_relaxed);
+  }
+  for (int i = 0; i < zppNumReasons; ++i) {
+    out->passthrough[i] = passthrough_[i].load(std::memory_order_relaxed);
+  }
+  for (int i = 0; i < zppNumLinks; ++i) {
+    out->sent_bytes[i] = sent_bytes_[i].load(std::memory_order_relaxed);
+  }
+  out->hpz_hits = hpz_hits_.load(std::memory_order_relaxed);
+  out->hpz_misses = hpz_misses_.load(std::memory_order_relaxed);
+  out->hpz_verify_failures = hpz_verify_failures_.load(std::memory_order_relaxed);
+}
+
+StatsCounters& ProcessStats() {
+  static StatsCounters* stats = new StatsCounters();  // alive for atexit reporters
+  return *stats;
+}
+
+const char* PassThroughReasonName(zppPassThroughReason_t reason) {
+  switch (reason) {
+    case zppReasonDisabled:
+      return "disabled";
+    case zppReasonDtype:
+      return "dtype";
+    case zppReasonRedOp:
+      return "redop";
+    case zppReasonSmall:
+      return "small";
+    case zppReasonOneRank:
+      return "one-rank";
+    case zppReasonTopology:
+      return "topology";
+    case zppReasonConfigMismatch:
+      return "config-mismatch";
+    case zppReasonNonblocking:
+      return "nonblocking";
+    case zppReasonInternal:
+      return "internal";
+    case zppNumReasons:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace zpp

@@ -1,0 +1,241 @@
+// Every variable with valid, invalid, empty, blank and out-of-range values. Expected values are
+// written out here from the README's table, not read from the declarations.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "config/config.h"
+#include "config/env_spec.h"
+
+namespace zpp {
+namespace {
+
+using ::testing::HasSubstr;
+
+config::ParseResult ParseWith(const std::map<std::string, std::string>& env) {
+  return config::ParseEnvironment([&](std::string_view name) -> std::optional<std::string> {
+    auto it = env.find(std::string(name));
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+struct Case {
+  std::string name;
+  std::string value;
+  std::string expected;  // ValueText after parsing
+  bool warns;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name << "=\"" << c.value << "\" -> " << c.expected << (c.warns ? " (WARN)" : "");
+}
+
+class ConfigCaseTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConfigCaseTest, GivesDocumentedValueOrDefault) {
+  const Case& c = GetParam();
+  const config::ParseResult result = ParseWith({{c.name, c.value}});
+  EXPECT_EQ(result.config.ValueText(c.name), c.expected);
+  if (c.warns) {
+    ASSERT_EQ(result.warnings.size(), 1u);
+    const std::string& warning = result.warnings[0];
+    EXPECT_THAT(warning, HasSubstr(c.name));
+    EXPECT_THAT(warning, HasSubstr("using the default"));
+    EXPECT_THAT(warning, HasSubstr(c.expected == "" ? "(unset)" : c.expected));
+  } else {
+    EXPECT_TRUE(result.warnings.empty()) << result.warnings[0];
+  }
+}
+
+// Bool variables: ZPP_QWZ, ZPP_HPZ, ZPP_QGZ, ZPP_STATS default 0; ZPP_FENCE defaults to 1.
+std::vector<Case> BoolCases(const std::string& name, const std::string& def) {
+  return {
+      {name, "1", "1", false},      {name, "0", "0", false},
+      {name, "true", "1", false},   {name, "FALSE", "0", false},
+      {name, "Yes", "1", false},    {name, "off", "0", false},
+      {name, " on\t", "1", false},  {name, "", def, false},
+      {name, "   ", def, false},    {name, "2", def, true},
+      {name, "-1", def, true},      {name, "enable", def, true},
+      {name, "1 0", def, true},     {name, "99999999999999999999", def, true},
+  };
+}
+
+std::vector<Case> BitsCases(const std::string& name, const std::string& def) {
+  return {
+      {name, "4", "4", false},    {name, "8", "8", false},   {name, " 4 ", "4", false},
+      {name, "+8", "8", false},   {name, "", def, false},    {name, "\t", def, false},
+      {name, "3", def, true},     {name, "16", def, true},   {name, "0", def, true},
+      {name, "-4", def, true},    {name, "eight", def, true}, {name, "8bits", def, true},
+      {name, "4.0", def, true},   {name, "18446744073709551616", def, true},
+  };
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  auto add = [&](std::vector<Case> more) { cases.insert(cases.end(), more.begin(), more.end()); };
+  add(BoolCases("ZPP_QWZ", "0"));
+  add(BoolCases("ZPP_HPZ", "0"));
+  add(BoolCases("ZPP_QGZ", "0"));
+  add(BoolCases("ZPP_STATS", "0"));
+  add(BoolCases("ZPP_FENCE", "1"));
+  add(BitsCases("ZPP_QWZ_BITS", "8"));
+  add(BitsCases("ZPP_QGZ_BITS_INTRA", "8"));
+  add(BitsCases("ZPP_QGZ_BITS_INTER", "4"));
+  add({
+      {"ZPP_BLOCK", "32", "32", false},
+      {"ZPP_BLOCK", "4096", "4096", false},
+      {"ZPP_BLOCK", " 512 ", "512", false},
+      {"ZPP_BLOCK", "", "256", false},
+      {"ZPP_BLOCK", "  ", "256", false},
+      {"ZPP_BLOCK", "abc", "256", true},
+      {"ZPP_BLOCK", "100", "256", true},   // not a power of two
+      {"ZPP_BLOCK", "16", "256", true},    // below 32
+      {"ZPP_BLOCK", "8192", "256", true},  // above 4096
+      {"ZPP_BLOCK", "-256", "256", true},
+      {"ZPP_BLOCK", "9223372036854775808", "256", true},  // overflows int64
+      {"ZPP_BLOCK", "0x100", "256", true},
+  });
+  add({
+      {"ZPP_MIN_BYTES", "0", "0", false},
+      {"ZPP_MIN_BYTES", "4096", "4096", false},
+      {"ZPP_MIN_BYTES", "64K", "65536", false},
+      {"ZPP_MIN_BYTES", "2m", "2097152", false},
+      {"ZPP_MIN_BYTES", "1G", "1073741824", false},
+      {"ZPP_MIN_BYTES", "1024G", "1099511627776", false},
+      {"ZPP_MIN_BYTES", "", "1048576", false},
+      {"ZPP_MIN_BYTES", " \n", "1048576", false},
+      {"ZPP_MIN_BYTES", "-1", "1048576", true},
+      {"ZPP_MIN_BYTES", "1025G", "1048576", true},  // above 1 TiB
+      {"ZPP_MIN_BYTES", "8589934592G", "1048576", true},  // overflows when scaled
+      {"ZPP_MIN_BYTES", "99999999999999999999", "1048576", true},
+      {"ZPP_MIN_BYTES", "K", "1048576", true},
+      {"ZPP_MIN_BYTES", "12KB", "1048576", true},
+      {"ZPP_MIN_BYTES", "1.5M", "1048576", true},
+  });
+  add({
+      {"ZPP_LOCAL_SIZE", "0", "0", false},
+      {"ZPP_LOCAL_SIZE", "8", "8", false},
+      {"ZPP_LOCAL_SIZE", "1048576", "1048576", false},
+      {"ZPP_LOCAL_SIZE", "", "0", false},
+      {"ZPP_LOCAL_SIZE", " ", "0", false},
+      {"ZPP_LOCAL_SIZE", "-2", "0", true},
+      {"ZPP_LOCAL_SIZE", "1048577", "0", true},
+      {"ZPP_LOCAL_SIZE", "four", "0", true},
+      {"ZPP_LOCAL_SIZE", "-9223372036854775809", "0", true},
+  });
+  add({
+      {"ZPP_NODE_ID", "-1", "-1", false},
+      {"ZPP_NODE_ID", "0", "0", false},
+      {"ZPP_NODE_ID", "2147483647", "2147483647", false},
+      {"ZPP_NODE_ID", "", "-1", false},
+      {"ZPP_NODE_ID", "\t", "-1", false},
+      {"ZPP_NODE_ID", "-2", "-1", true},
+      {"ZPP_NODE_ID", "2147483648", "-1", true},
+      {"ZPP_NODE_ID", "node3", "-1", true},
+  });
+  add({
+      {"ZPP_RACK_ID", "rack-07", "rack-07", false},
+      {"ZPP_RACK_ID", "r1.a:b_c", "r1.a:b_c", false},
+      {"ZPP_RACK_ID", " r2 ", "r2", false},
+      {"ZPP_RACK_ID", "", "", false},
+      {"ZPP_RACK_ID", "   ", "", false},
+      {"ZPP_RACK_ID", "rack 7", "", true},
+      {"ZPP_RACK_ID", "rack/7", "", true},
+      {"ZPP_RACK_ID", std::string(65, 'r'), "", true},
+  });
+  for (const std::string name : {"ZPP_TOPO_FILE", "ZPP_NCCL_LIBRARY", "ZPP_DEBUG_FILE"}) {
+    add({
+        {name, "/etc/zpp/racks.txt", "/etc/zpp/racks.txt", false},
+        {name, " relative/path ", "relative/path", false},
+        {name, "", "", false},
+        {name, "  ", "", false},
+        {name, std::string(4096, 'p'), "", true},
+    });
+  }
+  add({
+      {"ZPP_DEBUG", "NONE", "NONE", false},
+      {"ZPP_DEBUG", "warn", "WARN", false},
+      {"ZPP_DEBUG", "Info", "INFO", false},
+      {"ZPP_DEBUG", " TRACE ", "TRACE", false},
+      {"ZPP_DEBUG", "", "WARN", false},
+      {"ZPP_DEBUG", " ", "WARN", false},
+      {"ZPP_DEBUG", "VERBOSE", "WARN", true},
+      {"ZPP_DEBUG", "2", "WARN", true},
+  });
+  add({
+      {"ZPP_DEBUG_SUBSYS", "ALL", "ALL", false},
+      {"ZPP_DEBUG_SUBSYS", "init,topo", "INIT,TOPO", false},
+      {"ZPP_DEBUG_SUBSYS", " FENCE , PLAN ", "PLAN,FENCE", false},
+      {"ZPP_DEBUG_SUBSYS", "^FENCE",
+       "INIT,ENV,TOPO,PLAN,EXEC,CODEC,PLUGIN,STATS,BENCH", false},
+      {"ZPP_DEBUG_SUBSYS", "", "ALL", false},
+      {"ZPP_DEBUG_SUBSYS", "  ", "ALL", false},
+      {"ZPP_DEBUG_SUBSYS", "INIT,NET", "ALL", true},
+      {"ZPP_DEBUG_SUBSYS", "INIT,,TOPO", "ALL", true},
+      {"ZPP_DEBUG_SUBSYS", "^", "ALL", true},
+  });
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryVariable, ConfigCaseTest, ::testing::ValuesIn(AllCases()));
+
+TEST(ConfigTest, EveryDeclaredVariableHasCases) {
+  std::set<std::string> covered;
+  for (const Case& c : AllCases()) covered.insert(c.name);
+  for (const config::EnvSpec& spec : config::AllEnvSpecs()) {
+    EXPECT_TRUE(covered.count(std::string(spec.name))) << spec.name << " has no test cases";
+  }
+}
+
+TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
+  const config::ParseResult result = ParseWith({});
+  EXPECT_TRUE(result.warnings.empty());
+  const Config& c = result.config;
+  EXPECT_EQ(c.qwz, 0);
+  EXPECT_EQ(c.qwz_bits, 8);
+  EXPECT_EQ(c.hpz, 0);
+  EXPECT_EQ(c.qgz, 0);
+  EXPECT_EQ(c.qgz_bits_intra, 8);
+  EXPECT_EQ(c.qgz_bits_inter, 4);
+  EXPECT_EQ(c.block, 256);
+  EXPECT_EQ(c.min_bytes, 1 << 20);
+  EXPECT_EQ(c.fence, 1);
+  EXPECT_EQ(c.local_size, 0);
+  EXPECT_EQ(c.node_id, -1);
+  EXPECT_EQ(c.rack_id, "");
+  EXPECT_EQ(c.stats, 0);
+  EXPECT_EQ(c.debug, 1);  // WARN
+  EXPECT_EQ(c.debug_subsys, -1);
+}
+
+TEST(ConfigTest, SeveralBadValuesGiveOneWarningEach) {
+  const config::ParseResult result =
+      ParseWith({{"ZPP_BLOCK", "abc"}, {"ZPP_QWZ_BITS", "3"}, {"ZPP_MIN_BYTES", "-1"},
+                 {"ZPP_QWZ", "1"}});
+  EXPECT_EQ(result.warnings.size(), 3u);
+  EXPECT_EQ(result.config.qwz, 1);
+  EXPECT_EQ(result.config.block, 256);
+  EXPECT_EQ(result.config.qwz_bits, 8);
+  EXPECT_EQ(result.config.min_bytes, 1 << 20);
+}
+
+TEST(ConfigTest, WarningNamesValueAndEscapesControlBytes) {
+  const config::ParseResult result = ParseWith({{"ZPP_BLOCK", std::string("a\x01\"b", 4)}});
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_EQ(result.warnings[0],
+            "ZPP_BLOCK=\"a\\x01\\x22b\" is not an integer; using the default 256");
+}
+
+TEST(ConfigTest, LongValueIsShortenedInWarning) {
+  const config::ParseResult result = ParseWith({{"ZPP_BLOCK", std::string(1000, '9')}});
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_LT(result.warnings[0].size(), 200u);
+  EXPECT_THAT(result.warnings[0], HasSubstr("..."));
+}
+
+}  // namespace
+}  // namespace zpp

@@ -1,0 +1,41 @@
+// The README's table of environment variables is the one generated from the declarations.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "config/env_doc.h"
+
+namespace zpp::config {
+namespace {
+
+constexpr char kBegin[] = "<!-- env-table:begin (make readme-env) -->\n";
+constexpr char kEnd[] = "<!-- env-table:end -->";
+
+TEST(EnvDocTest, ReadmeTableMatchesDeclarations) {
+  std::ifstream in(std::string(ZPP_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in) << "README.md not found";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string readme = buffer.str();
+  const size_t begin = readme.find(kBegin);
+  const size_t end = readme.find(kEnd);
+  ASSERT_NE(begin, std::string::npos) << "README.md lacks the marker " << kBegin;
+  ASSERT_NE(end, std::string::npos);
+  const std::string table = readme.substr(begin + sizeof(kBegin) - 1, end - begin - sizeof(kBegin) + 1);
+  EXPECT_EQ(table, EnvMarkdownTable()) << "run `make readme-env` to regenerate the table";
+}
+
+TEST(EnvDocTest, TableHasOneRowPerVariable) {
+  const std::string table = EnvMarkdownTable();
+  size_t rows = 0;
+  for (size_t pos = table.find("| `ZPP_"); pos != std::string::npos;
+       pos = table.find("| `ZPP_", pos + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 18u);
+}
+
+}  // namespace
+}  // namespace zpp::config
