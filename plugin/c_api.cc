@@ -24,13 +24,11 @@ ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
   });
 }
 
-ZPP_API ncclResult_t zppGetPassThroughReasonName(zppPassThroughReason_t reason,
-                                                 const char** name) {
+ZPP_API ncclResult_t zppGetPassThroughReasonName(int reason, const char** name) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK_ARG(name != nullptr, "zppGetPassThroughReasonName: name is NULL");
     const char* found = zpp::PassThroughReasonName(reason);
-    ZPP_CHECK_ARG(found != nullptr, "zppGetPassThroughReasonName: unknown reason %d",
-                  static_cast<int>(reason));
+    ZPP_CHECK_ARG(found != nullptr, "zppGetPassThroughReasonName: unknown reason %d", reason);
     *name = found;
     return ncclSuccess;
   });

@@ -15,7 +15,7 @@ extern "C" {
 #define ZPP_MAJOR 0
 #define ZPP_MINOR 1
 #define ZPP_PATCH 0
-#define ZPP_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define ZPP_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define ZPP_VERSION_CODE ZPP_VERSION(ZPP_MAJOR, ZPP_MINOR, ZPP_PATCH)
 
 #if defined(__GNUC__)
@@ -72,9 +72,8 @@ typedef struct {
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);
 
-/* The name of a pass-through reason ("small", "dtype", ...). */
-ZPP_API ncclResult_t zppGetPassThroughReasonName(zppPassThroughReason_t reason,
-                                                 const char** name);
+/* The name of a pass-through reason, a zppPassThroughReason_t ("small", "dtype", ...). */
+ZPP_API ncclResult_t zppGetPassThroughReasonName(int reason, const char** name);
 
 /* Ends a training step: the weights may change now, so hpZ may not reuse a secondary partition
  * filled before this call. zpp-run calls it from an optimizer post-step hook. Returns the new

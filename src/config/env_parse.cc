@@ -155,8 +155,7 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
   return value;
 }
 
-std::optional<std::string> ParseString(const EnvSpec& spec, std::string_view s,
-                                       std::string* why) {
+std::optional<std::string> ParseString(const EnvSpec& spec, std::string_view s, std::string* why) {
   if (spec.kind == Kind::kToken) {
     if (s.size() > kMaxTokenLength) {
       *why = "is longer than 64 characters";

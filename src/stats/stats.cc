@@ -37,7 +37,8 @@ StatsCounters& ProcessStats() {
   return *stats;
 }
 
-const char* PassThroughReasonName(zppPassThroughReason_t reason) {
+const char* PassThroughReasonName(int reason) {
+  // An int, not the enum: C callers may pass anything, and loading a bad enum value is UB.
   switch (reason) {
     case zppReasonDisabled:
       return "disabled";
@@ -57,7 +58,7 @@ const char* PassThroughReasonName(zppPassThroughReason_t reason) {
       return "nonblocking";
     case zppReasonInternal:
       return "internal";
-    case zppNumReasons:
+    default:
       break;
   }
   return nullptr;

@@ -34,6 +34,6 @@ class StatsCounters {
 StatsCounters& ProcessStats();
 
 // "disabled", "dtype", ... or nullptr for a value out of range.
-const char* PassThroughReasonName(zppPassThroughReason_t reason);
+const char* PassThroughReasonName(int reason);
 
 }  // namespace zpp

@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::string name(line.substr(0, eq));
       // Short names select a variable by index so the fuzzer reaches all of them quickly.
       const auto specs = zpp::config::AllEnvSpecs();
-      if (name.size() == 1) name = std::string(specs[static_cast<uint8_t>(name[0]) % specs.size()].name);
+      if (name.size() == 1)
+        name = std::string(specs[static_cast<uint8_t>(name[0]) % specs.size()].name);
       env[name] = std::string(line.substr(eq + 1));
     }
     start = end + 1;

@@ -62,8 +62,7 @@ TEST(CApiTest, ReasonNames) {
   ASSERT_EQ(zppGetPassThroughReasonName(zppReasonTopology, &name), ncclSuccess);
   EXPECT_STREQ(name, "topology");
   EXPECT_EQ(zppGetPassThroughReasonName(zppNumReasons, &name), ncclInvalidArgument);
-  EXPECT_EQ(zppGetPassThroughReasonName(static_cast<zppPassThroughReason_t>(-1), &name),
-            ncclInvalidArgument);
+  EXPECT_EQ(zppGetPassThroughReasonName(-1, &name), ncclInvalidArgument);
 }
 
 }  // namespace

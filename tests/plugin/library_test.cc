@@ -35,8 +35,8 @@ std::set<std::string> DefinedDynamicSymbols() {
 
 TEST(LibraryTest, ExportsExactlyTheCApi) {
   const std::set<std::string> expected = {
-      "zppGetVersion", "zppGetStats", "zppGetPassThroughReasonName", "zppStepEpochAdvance",
-      "zppGetStepEpoch",
+      "zppGetVersion",       "zppGetStats",     "zppGetPassThroughReasonName",
+      "zppStepEpochAdvance", "zppGetStepEpoch",
   };
   EXPECT_EQ(DefinedDynamicSymbols(), expected);
 }

@@ -1,5 +1,7 @@
 // Every variable with valid, invalid, empty, blank and out-of-range values. Expected values are
 // written out here from the README's table, not read from the declarations.
+#include "config/config.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <set>
 #include <string>
 
-#include "config/config.h"
 #include "config/env_spec.h"
 
 namespace zpp {
@@ -54,22 +55,24 @@ TEST_P(ConfigCaseTest, GivesDocumentedValueOrDefault) {
 // Bool variables: ZPP_QWZ, ZPP_HPZ, ZPP_QGZ, ZPP_STATS default 0; ZPP_FENCE defaults to 1.
 std::vector<Case> BoolCases(const std::string& name, const std::string& def) {
   return {
-      {name, "1", "1", false},      {name, "0", "0", false},
-      {name, "true", "1", false},   {name, "FALSE", "0", false},
-      {name, "Yes", "1", false},    {name, "off", "0", false},
-      {name, " on\t", "1", false},  {name, "", def, false},
-      {name, "   ", def, false},    {name, "2", def, true},
-      {name, "-1", def, true},      {name, "enable", def, true},
-      {name, "1 0", def, true},     {name, "99999999999999999999", def, true},
+      {name, "1", "1", false},     {name, "0", "0", false},
+      {name, "true", "1", false},  {name, "FALSE", "0", false},
+      {name, "Yes", "1", false},   {name, "off", "0", false},
+      {name, " on\t", "1", false}, {name, "", def, false},
+      {name, "   ", def, false},   {name, "2", def, true},
+      {name, "-1", def, true},     {name, "enable", def, true},
+      {name, "1 0", def, true},    {name, "99999999999999999999", def, true},
   };
 }
 
 std::vector<Case> BitsCases(const std::string& name, const std::string& def) {
   return {
-      {name, "4", "4", false},    {name, "8", "8", false},   {name, " 4 ", "4", false},
-      {name, "+8", "8", false},   {name, "", def, false},    {name, "\t", def, false},
-      {name, "3", def, true},     {name, "16", def, true},   {name, "0", def, true},
-      {name, "-4", def, true},    {name, "eight", def, true}, {name, "8bits", def, true},
+      {name, "4", "4", false},    {name, "8", "8", false},
+      {name, " 4 ", "4", false},  {name, "+8", "8", false},
+      {name, "", def, false},     {name, "\t", def, false},
+      {name, "3", def, true},     {name, "16", def, true},
+      {name, "0", def, true},     {name, "-4", def, true},
+      {name, "eight", def, true}, {name, "8bits", def, true},
       {name, "4.0", def, true},   {name, "18446744073709551616", def, true},
   };
 }
@@ -109,7 +112,7 @@ std::vector<Case> AllCases() {
       {"ZPP_MIN_BYTES", "", "1048576", false},
       {"ZPP_MIN_BYTES", " \n", "1048576", false},
       {"ZPP_MIN_BYTES", "-1", "1048576", true},
-      {"ZPP_MIN_BYTES", "1025G", "1048576", true},  // above 1 TiB
+      {"ZPP_MIN_BYTES", "1025G", "1048576", true},        // above 1 TiB
       {"ZPP_MIN_BYTES", "8589934592G", "1048576", true},  // overflows when scaled
       {"ZPP_MIN_BYTES", "99999999999999999999", "1048576", true},
       {"ZPP_MIN_BYTES", "K", "1048576", true},
@@ -170,8 +173,7 @@ std::vector<Case> AllCases() {
       {"ZPP_DEBUG_SUBSYS", "ALL", "ALL", false},
       {"ZPP_DEBUG_SUBSYS", "init,topo", "INIT,TOPO", false},
       {"ZPP_DEBUG_SUBSYS", " FENCE , PLAN ", "PLAN,FENCE", false},
-      {"ZPP_DEBUG_SUBSYS", "^FENCE",
-       "INIT,ENV,TOPO,PLAN,EXEC,CODEC,PLUGIN,STATS,BENCH", false},
+      {"ZPP_DEBUG_SUBSYS", "^FENCE", "INIT,ENV,TOPO,PLAN,EXEC,CODEC,PLUGIN,STATS,BENCH", false},
       {"ZPP_DEBUG_SUBSYS", "", "ALL", false},
       {"ZPP_DEBUG_SUBSYS", "  ", "ALL", false},
       {"ZPP_DEBUG_SUBSYS", "INIT,NET", "ALL", true},
@@ -213,9 +215,8 @@ TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
 }
 
 TEST(ConfigTest, SeveralBadValuesGiveOneWarningEach) {
-  const config::ParseResult result =
-      ParseWith({{"ZPP_BLOCK", "abc"}, {"ZPP_QWZ_BITS", "3"}, {"ZPP_MIN_BYTES", "-1"},
-                 {"ZPP_QWZ", "1"}});
+  const config::ParseResult result = ParseWith(
+      {{"ZPP_BLOCK", "abc"}, {"ZPP_QWZ_BITS", "3"}, {"ZPP_MIN_BYTES", "-1"}, {"ZPP_QWZ", "1"}});
   EXPECT_EQ(result.warnings.size(), 3u);
   EXPECT_EQ(result.config.qwz, 1);
   EXPECT_EQ(result.config.block, 256);

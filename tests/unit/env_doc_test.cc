@@ -1,11 +1,11 @@
 // The README's table of environment variables is the one generated from the declarations.
+#include "config/env_doc.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "config/env_doc.h"
 
 namespace zpp::config {
 namespace {
@@ -23,7 +23,8 @@ TEST(EnvDocTest, ReadmeTableMatchesDeclarations) {
   const size_t end = readme.find(kEnd);
   ASSERT_NE(begin, std::string::npos) << "README.md lacks the marker " << kBegin;
   ASSERT_NE(end, std::string::npos);
-  const std::string table = readme.substr(begin + sizeof(kBegin) - 1, end - begin - sizeof(kBegin) + 1);
+  const std::string table =
+      readme.substr(begin + sizeof(kBegin) - 1, end - begin - sizeof(kBegin) + 1);
   EXPECT_EQ(table, EnvMarkdownTable()) << "run `make readme-env` to regenerate the table";
 }
 

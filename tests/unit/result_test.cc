@@ -62,8 +62,7 @@ TEST_F(ResultTest, CheckArgWarnsOnce) {
 TEST_F(ResultTest, CatchAllMapsExceptionsToResults) {
   EXPECT_EQ(CatchAll("f", [] { return ncclInvalidUsage; }), ncclInvalidUsage);
   EXPECT_EQ(CatchAll("f", []() -> Result { throw std::bad_alloc(); }), ncclSystemError);
-  EXPECT_EQ(CatchAll("f", []() -> Result { throw std::runtime_error("boom"); }),
-            ncclInternalError);
+  EXPECT_EQ(CatchAll("f", []() -> Result { throw std::runtime_error("boom"); }), ncclInternalError);
   EXPECT_EQ(CatchAll("f", []() -> Result { throw 7; }), ncclInternalError);
   ASSERT_EQ(lines_.size(), 3u);
   EXPECT_THAT(lines_[1], HasSubstr("f: internal error: boom"));

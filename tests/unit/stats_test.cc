@@ -58,7 +58,7 @@ TEST(StatsTest, ConcurrentAddsAreAllCounted) {
 
 TEST(StatsTest, EveryReasonHasAName) {
   for (int r = 0; r < zppNumReasons; ++r) {
-    EXPECT_NE(PassThroughReasonName(static_cast<zppPassThroughReason_t>(r)), nullptr) << r;
+    EXPECT_NE(PassThroughReasonName(r), nullptr) << r;
   }
   EXPECT_EQ(PassThroughReasonName(zppNumReasons), nullptr);
 }

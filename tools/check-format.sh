@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Fails when a tracked C++/CUDA source differs from clang-format's output (make format fixes it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+if ((${#files[@]} == 0)); then echo "check-format: no files"; exit 1; fi
+clang-format --dry-run -Werror "${files[@]}"
+echo "check-format: ${#files[@]} files formatted"
