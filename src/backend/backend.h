@@ -1,0 +1,74 @@
+// The backend interface the executor runs plans on: device memory, in-order streams, events,
+// collectives on sub-groups. Two implementations: sim (CPU ranks, here) and cuda_nccl (plugin).
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/result.h"
+
+namespace zpp {
+
+// An in-order queue of device work (a CUDA stream; in the sim, a worker thread).
+class Stream {
+ public:
+  virtual ~Stream() = default;
+};
+
+// A point in a stream that other streams can wait on (a CUDA event).
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// Device memory owned by a backend; freed when the owner goes.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
+// The sub-groups of ranks a plan's stages run on. Every rank belongs to exactly one group of
+// each kind; groups are built once per communicator from its topology.
+enum class GroupKind {
+  kWorld,      // all ranks
+  kIntraNode,  // the ranks of this rank's node
+  kInterNode,  // the ranks with this rank's local rank, one per node
+  kIntraRack,  // this rank's local rank on every node of its rack
+  kInterRack,  // this rank's (node-in-rack, local rank) position in every rack
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // This rank's index within its group of `kind`, and that group's size.
+  virtual int GroupRank(GroupKind kind) const = 0;
+  virtual int GroupSize(GroupKind kind) const = 0;
+
+  virtual Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) = 0;
+  virtual Result CreateStream(std::unique_ptr<Stream>* out) = 0;
+  virtual Result CreateEvent(std::unique_ptr<Event>* out) = 0;
+
+  // Stream-ordered, never blocking the host (contract 6).
+  virtual Result RecordEvent(Event& event, Stream& stream) = 0;
+  // Work enqueued on `stream` after this call runs after the last RecordEvent of `event`.
+  virtual Result StreamWaitEvent(Stream& stream, Event& event) = 0;
+  virtual Result Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
+
+  // recv holds group_size pieces of `bytes`, piece i from group rank i (NCCL's layout).
+  virtual Result AllGather(const void* send, void* recv, size_t bytes, GroupKind group,
+                           Stream& stream) = 0;
+  // send and recv hold group_size pieces of `bytes`; piece j of send goes to group rank j and
+  // lands as piece (my group rank) of its recv.
+  virtual Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
+                          Stream& stream) = 0;
+};
+
+}  // namespace zpp

@@ -1,0 +1,50 @@
+// The epoch fence: makes reuse of a zpp-owned buffer race-free without blocking the host.
+//
+// DeepSpeed's hpZ filled its secondary partition on one stream and read it on another with no
+// event between them, so the reader could see memory only partly written. Here every use of a
+// buffer is bracketed: Begin* makes the using stream wait (stream-ordered, capturable in a
+// CUDA graph) for the uses it must follow, End* records an event where the use ends.
+//   - a read waits for the last write;
+//   - a write waits for the last write and for every read since it.
+// Each write starts a new epoch, so a reader can also tell which fill it is reading.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace zpp {
+
+class EpochFence {
+ public:
+  // `enabled` false only for tests that show the race (ZPP_FENCE=0): then nothing waits.
+  EpochFence(Backend& backend, bool enabled);
+
+  Result BeginWrite(Stream& stream);
+  Result EndWrite(Stream& stream);
+  Result BeginRead(Stream& stream);
+  Result EndRead(Stream& stream);
+
+  // Completed-or-enqueued writes so far (host view).
+  uint64_t epoch() const;
+  bool enabled() const { return enabled_; }
+
+ private:
+  struct StreamEvent {
+    Stream* stream;
+    std::unique_ptr<Event> event;
+  };
+  Result RecordOn(Stream& stream, std::vector<StreamEvent>& events);
+
+  Backend& backend_;
+  const bool enabled_;
+  mutable std::mutex mutex_;
+  uint64_t epoch_ = 0;
+  std::vector<StreamEvent> last_write_;  // at most one: the stream of the latest write
+  std::vector<StreamEvent> reads_;       // one per stream that read since that write
+};
+
+}  // namespace zpp

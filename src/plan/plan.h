@@ -1,0 +1,84 @@
+// What the planner decides for one collective call, and what it needs to decide it. Every
+// input is identical on all ranks of a communicator (contract 3): the call's count, dtype and
+// op, the agreed configuration, the topology every rank computed from the same records, and the
+// agreed hpZ state. Never a pointer.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <string_view>
+
+#include "zpp/zpp.h"
+
+namespace zpp::plan {
+
+enum class CollectiveOp { kAllGather, kReduceScatter };
+
+// The reduction, as far as zpp cares: NCCL's built-in sum and avg, and the pre-multiplied sums
+// that ncclRedOpCreatePreMulSum makes (FSDP uses them). Everything else passes through.
+enum class Reduction { kNone, kSum, kAvg, kPreMulSum, kOther };
+
+struct Call {
+  CollectiveOp op = CollectiveOp::kAllGather;
+  uint64_t count = 0;  // elements per rank: sendcount (all-gather), recvcount (reduce-scatter)
+  ncclDataType_t dtype = ncclFloat32;
+  Reduction reduction = Reduction::kNone;
+};
+
+// The communicator's shape, from its topology.
+struct Shape {
+  int world = 1;
+  int nodes = 1;
+  int min_local_size = 1;  // fewest ranks on a node (all equal when uniform)
+  int racks = 1;
+  int nodes_per_rack = 1;
+  bool hierarchical_allowed = false;  // uniform, contiguous nodes, more than one of each level
+  bool rack_level_allowed = false;    // and uniform, contiguous racks, more than one
+  bool config_agreed = true;          // every rank runs with the same zpp configuration
+};
+
+struct Settings {
+  bool qwz = false;
+  int qwz_bits = 8;
+  bool hpz = false;
+  bool qgz = false;
+  int qgz_bits_intra = 8;
+  int qgz_bits_inter = 4;
+  int block = 256;
+  uint64_t min_bytes = 1 << 20;
+};
+
+// The hpZ state every rank agreed on for this call's all-gather key.
+struct HpzState {
+  bool hit = false;  // a valid secondary partition of this key exists in this epoch on all ranks
+};
+
+enum class PlanKind {
+  kPassThrough,                   // the real NCCL call
+  kQwzFlatAllGather,              // quantize, all-gather pieces over all ranks, dequantize
+  kHierarchicalAllGather,         // inter-node gather (pieces if qwZ) then intra-node gather
+  kHpzHitAllGather,               // intra-node gather of the kept secondary partition only
+  kQgzFlatReduceScatter,          // quantize, one all-to-all over all ranks, dequantize-reduce
+  kQgzHierarchicalReduceScatter,  // intra-node all-to-all, reduce and requantize, inter-node
+                                  // all-to-all, dequantize-reduce
+  kQgzThreeLevelReduceScatter,    // the same with an inter-node-in-rack and an inter-rack stage
+};
+
+std::string_view PlanKindName(PlanKind kind);
+
+struct Plan {
+  PlanKind kind = PlanKind::kPassThrough;
+  zppPassThroughReason_t reason = zppReasonDisabled;  // for kPassThrough
+  int bits_intra = 0;                                 // 0: that stage is not quantized
+  int bits_inter = 0;
+  int block = 0;
+  // Bytes one rank sends off its node for this call (the busiest rank where nodes differ),
+  // under this plan and under plain NCCL's ring, so that no plan moves more than plain.
+  uint64_t off_node_bytes = 0;
+  uint64_t plain_off_node_bytes = 0;
+};
+
+size_t DtypeBytes(ncclDataType_t dtype);  // 0 for a dtype zpp does not handle
+
+}  // namespace zpp::plan

@@ -1,0 +1,159 @@
+#include "plan/planner.h"
+
+#include "config/config.h"
+#include "zpp/format.h"
+
+namespace zpp::plan {
+namespace {
+
+Plan PassThrough(zppPassThroughReason_t reason, uint64_t plain_off_node_bytes) {
+  Plan plan;
+  plan.reason = reason;
+  plan.off_node_bytes = plain_off_node_bytes;
+  plan.plain_off_node_bytes = plain_off_node_bytes;
+  return plan;
+}
+
+uint64_t PieceBytes(uint64_t count, ncclDataType_t dtype, int bits, int block) {
+  return zppPieceBytes(count, dtype, bits, block);
+}
+
+Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, const HpzState& hpz,
+                   uint64_t shard_bytes, uint64_t plain) {
+  if (!s.qwz && !s.hpz) return PassThrough(zppReasonDisabled, plain);
+  const uint64_t remote_nodes = static_cast<uint64_t>(shape.nodes - 1);
+  const uint64_t piece = PieceBytes(call.count, call.dtype, s.qwz_bits, s.block);
+  Plan plan;
+  plan.plain_off_node_bytes = plain;
+  plan.block = s.block;
+  if (s.hpz && shape.hierarchical_allowed) {
+    if (hpz.hit) {
+      plan.kind = PlanKind::kHpzHitAllGather;
+      plan.off_node_bytes = 0;
+      return plan;
+    }
+    plan.kind = PlanKind::kHierarchicalAllGather;
+    plan.bits_inter = s.qwz ? s.qwz_bits : 0;
+    plan.off_node_bytes = remote_nodes * (s.qwz ? piece : shard_bytes);
+    if (plan.off_node_bytes > plain) return PassThrough(zppReasonSmall, plain);
+    return plan;
+  }
+  if (!s.qwz) return PassThrough(zppReasonTopology, plain);  // hpZ alone needs the hierarchy
+  plan.kind = PlanKind::kQwzFlatAllGather;
+  plan.bits_inter = s.qwz_bits;
+  plan.bits_intra = s.qwz_bits;
+  plan.off_node_bytes = remote_nodes * piece;
+  // Tiny shards (under ZPP_MIN_BYTES=0) can be smaller than their padded piece.
+  if (plan.off_node_bytes > plain) return PassThrough(zppReasonSmall, plain);
+  return plan;
+}
+
+Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, uint64_t plain) {
+  if (call.reduction != Reduction::kSum && call.reduction != Reduction::kAvg &&
+      call.reduction != Reduction::kPreMulSum) {
+    return PassThrough(zppReasonRedOp, plain);
+  }
+  if (!s.qgz) return PassThrough(zppReasonDisabled, plain);
+  Plan plan;
+  plan.plain_off_node_bytes = plain;
+  plan.block = s.block;
+  plan.bits_intra = s.qgz_bits_intra;
+  plan.bits_inter = s.qgz_bits_inter;
+  const uint64_t chunk_piece = PieceBytes(call.count, call.dtype, s.qgz_bits_inter, s.block);
+  if (shape.hierarchical_allowed && shape.rack_level_allowed) {
+    // Inside a rack each rank sends, to each other node, the partial sums for that node's
+    // position in every rack; then one chunk to each other rack.
+    const uint64_t racks = static_cast<uint64_t>(shape.racks);
+    const uint64_t in_rack = PieceBytes(call.count * racks, call.dtype, s.qgz_bits_inter, s.block);
+    plan.kind = PlanKind::kQgzThreeLevelReduceScatter;
+    plan.off_node_bytes =
+        static_cast<uint64_t>(shape.nodes_per_rack - 1) * in_rack + (racks - 1) * chunk_piece;
+  } else if (shape.hierarchical_allowed) {
+    // Each rank's partial sums cross nodes once: one chunk to each other node.
+    plan.kind = PlanKind::kQgzHierarchicalReduceScatter;
+    plan.off_node_bytes = static_cast<uint64_t>(shape.nodes - 1) * chunk_piece;
+  } else {
+    // Flat: every remote rank gets its chunk from every rank directly.
+    plan.kind = PlanKind::kQgzFlatReduceScatter;
+    plan.bits_intra = s.qgz_bits_inter;
+    plan.off_node_bytes = static_cast<uint64_t>(shape.world - shape.min_local_size) * chunk_piece;
+  }
+  // A quantized plan must not move more over the slow links than the ring it replaces: a flat
+  // int4 all-to-all with 8 ranks per node sends twice plain's bytes (the topology's fault), and
+  // a tiny chunk can be smaller than its padded piece (the size's).
+  if (plan.off_node_bytes > plain) {
+    return PassThrough(
+        plan.kind == PlanKind::kQgzFlatReduceScatter ? zppReasonTopology : zppReasonSmall, plain);
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string_view PlanKindName(PlanKind kind) {
+  switch (kind) {
+    case PlanKind::kPassThrough:
+      return "pass-through";
+    case PlanKind::kQwzFlatAllGather:
+      return "qwz-flat-allgather";
+    case PlanKind::kHierarchicalAllGather:
+      return "hierarchical-allgather";
+    case PlanKind::kHpzHitAllGather:
+      return "hpz-hit-allgather";
+    case PlanKind::kQgzFlatReduceScatter:
+      return "qgz-flat-reducescatter";
+    case PlanKind::kQgzHierarchicalReduceScatter:
+      return "qgz-hierarchical-reducescatter";
+    case PlanKind::kQgzThreeLevelReduceScatter:
+      return "qgz-three-level-reducescatter";
+  }
+  return "?";
+}
+
+size_t DtypeBytes(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclFloat32:
+      return 4;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+Plan MakePlan(const Call& call, const Shape& shape, const Settings& settings, const HpzState& hpz) {
+  const size_t element = DtypeBytes(call.dtype);
+  const uint64_t shard_bytes = call.count * element;
+  // Plain NCCL's ring: each rank's shard enters every other node once.
+  const uint64_t plain = static_cast<uint64_t>(shape.nodes - 1) * shard_bytes;
+  if (shape.world <= 1) return PassThrough(zppReasonOneRank, plain);
+  if (element == 0) return PassThrough(zppReasonDtype, plain);
+  if (!shape.config_agreed) return PassThrough(zppReasonConfigMismatch, plain);
+  if (call.count == 0 || shard_bytes * static_cast<uint64_t>(shape.world) < settings.min_bytes) {
+    // The whole gathered (or scattered) buffer is what ZPP_MIN_BYTES compares with.
+    if (call.op == CollectiveOp::kReduceScatter && call.reduction == Reduction::kOther) {
+      return PassThrough(zppReasonRedOp, plain);
+    }
+    return PassThrough(zppReasonSmall, plain);
+  }
+  if (call.op == CollectiveOp::kAllGather) {
+    return PlanAllGather(call, shape, settings, hpz, shard_bytes, plain);
+  }
+  return PlanReduceScatter(call, shape, settings, plain);
+}
+
+Settings SettingsFrom(const Config& config) {
+  Settings s;
+  s.qwz = config.qwz != 0;
+  s.qwz_bits = static_cast<int>(config.qwz_bits);
+  s.hpz = config.hpz != 0;
+  s.qgz = config.qgz != 0;
+  s.qgz_bits_intra = static_cast<int>(config.qgz_bits_intra);
+  s.qgz_bits_inter = static_cast<int>(config.qgz_bits_inter);
+  s.block = static_cast<int>(config.block);
+  s.min_bytes = static_cast<uint64_t>(config.min_bytes);
+  return s;
+}
+
+}  // namespace zpp::plan

@@ -1,0 +1,65 @@
+// One rank's view of a SimWorld: the Backend the executor uses in tests and in the demo.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "sim/sim_stream.h"
+#include "sim/sim_world.h"
+
+namespace zpp::sim {
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend(SimWorld& world, int rank);
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_.world_size(); }
+  int GroupRank(GroupKind kind) const override { return group(kind).my_index; }
+  int GroupSize(GroupKind kind) const override {
+    return static_cast<int>(group(kind).members.size());
+  }
+
+  Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
+  Result CreateStream(std::unique_ptr<Stream>* out) override;
+  Result CreateEvent(std::unique_ptr<Event>* out) override;
+  Result RecordEvent(Event& event, Stream& stream) override;
+  Result StreamWaitEvent(Stream& stream, Event& event) override;
+  Result Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) override;
+  Result AllGather(const void* send, void* recv, size_t bytes, GroupKind group,
+                   Stream& stream) override;
+  Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
+                  Stream& stream) override;
+
+  // Device work given as host code (the sim's kernels: the CPU codec reference runs this way).
+  void Launch(Stream& stream, std::function<void()> work);
+  // Blocks the host until `stream` is idle. Counted: the collective path must never call it.
+  void Synchronize(Stream& stream);
+  // Tests: every Memcpy and Launch on this rank sleeps this long before it runs, so that a
+  // reader that does not wait for its writer sees the old data.
+  void SetWorkDelayForTesting(std::chrono::microseconds delay) { work_delay_ = delay; }
+
+  SimWorld& world() { return world_; }
+
+ private:
+  struct Group {
+    std::vector<int> members;  // world ranks
+    int my_index = 0;
+    uint64_t next_sequence = 0;
+  };
+  static constexpr int kGroupKinds = 5;
+
+  const Group& group(GroupKind kind) const { return groups_[static_cast<int>(kind)]; }
+  Group& group(GroupKind kind) { return groups_[static_cast<int>(kind)]; }
+  void Delay() const;
+
+  SimWorld& world_;
+  const int rank_;
+  std::array<Group, kGroupKinds> groups_;
+  std::chrono::microseconds work_delay_{0};
+};
+
+}  // namespace zpp::sim

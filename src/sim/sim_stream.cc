@@ -1,0 +1,76 @@
+#include "sim/sim_stream.h"
+
+namespace zpp::sim {
+
+SimStream::SimStream() : worker_([this] { Run(); }) {}
+
+SimStream::~SimStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+void SimStream::Enqueue(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.push_back(std::move(task));
+    ++enqueued_;
+  }
+  changed_.notify_all();
+}
+
+void SimStream::Synchronize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = enqueued_;
+  changed_.wait(lock, [&] { return finished_ >= target; });
+}
+
+void SimStream::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, and everything queued has run
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+    ++finished_;
+    changed_.notify_all();
+  }
+}
+
+SimEvent::SimEvent() : state_(std::make_shared<State>()) {}
+
+void SimEvent::Record(SimStream& stream) {
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    generation = ++state_->recorded;
+  }
+  stream.Enqueue([state = state_, generation] {
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      if (state->completed < generation) state->completed = generation;
+    }
+    state->reached.notify_all();
+  });
+}
+
+void SimEvent::MakeStreamWait(SimStream& stream) {
+  uint64_t target = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    target = state_->recorded;
+  }
+  if (target == 0) return;  // never recorded: CUDA treats the wait as satisfied
+  stream.Enqueue([state = state_, target] {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->reached.wait(lock, [&] { return state->completed >= target; });
+  });
+}
+
+}  // namespace zpp::sim

@@ -1,0 +1,167 @@
+#include "sim/sim_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <vector>
+
+namespace zpp::sim {
+namespace {
+
+std::vector<float> Piece(int rank, size_t count) {
+  std::vector<float> piece(count);
+  for (size_t i = 0; i < count; ++i) piece[i] = static_cast<float>(rank * 1000 + i);
+  return piece;
+}
+
+TEST(SimBackendTest, AllGatherOnWorldAndSubGroups) {
+  SimWorld world(ClusterLayout::Uniform(2, 4));
+  constexpr size_t kCount = 37;
+  std::atomic<int> failures{0};
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    const std::vector<float> mine = Piece(backend.rank(), kCount);
+    for (GroupKind kind : {GroupKind::kWorld, GroupKind::kIntraNode, GroupKind::kInterNode}) {
+      const int size = backend.GroupSize(kind);
+      std::vector<float> out(size * kCount, -1.0f);
+      ASSERT_EQ(backend.AllGather(mine.data(), out.data(), kCount * sizeof(float), kind, *stream),
+                ncclSuccess);
+      backend.Synchronize(*stream);
+      const std::vector<int> members = world.layout().GroupOf(backend.rank(), kind);
+      for (int i = 0; i < size; ++i) {
+        const std::vector<float> expected = Piece(members[i], kCount);
+        if (!std::equal(expected.begin(), expected.end(), out.begin() + i * kCount)) ++failures;
+      }
+    }
+  });
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(SimBackendTest, InPlaceAllGather) {
+  SimWorld world(ClusterLayout::Uniform(1, 4));
+  constexpr size_t kCount = 16;
+  std::atomic<int> failures{0};
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    std::vector<float> buffer(4 * kCount, -1.0f);
+    const std::vector<float> mine = Piece(backend.rank(), kCount);
+    std::copy(mine.begin(), mine.end(), buffer.begin() + backend.rank() * kCount);
+    const void* send = buffer.data() + backend.rank() * kCount;
+    ASSERT_EQ(
+        backend.AllGather(send, buffer.data(), kCount * sizeof(float), GroupKind::kWorld, *stream),
+        ncclSuccess);
+    backend.Synchronize(*stream);
+    for (int r = 0; r < 4; ++r) {
+      const std::vector<float> expected = Piece(r, kCount);
+      if (!std::equal(expected.begin(), expected.end(), buffer.begin() + r * kCount)) ++failures;
+    }
+  });
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(SimBackendTest, AllToAllDeliversPieceJToRankJ) {
+  SimWorld world(ClusterLayout::Uniform(2, 2));
+  std::atomic<int> failures{0};
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    const int n = backend.world_size();
+    std::vector<int> send(n), recv(n, -1);
+    for (int j = 0; j < n; ++j) send[j] = backend.rank() * 10 + j;  // "from rank, to j"
+    ASSERT_EQ(backend.AllToAll(send.data(), recv.data(), sizeof(int), GroupKind::kWorld, *stream),
+              ncclSuccess);
+    backend.Synchronize(*stream);
+    for (int j = 0; j < n; ++j) {
+      if (recv[j] != j * 10 + backend.rank()) ++failures;
+    }
+  });
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// Plain all-gather bytes, counted as NCCL's rings move them: each rank's piece enters every
+// other node once ((nodes - 1) x piece inter-node), then spreads inside each node.
+TEST(SimBackendTest, CountsAllGatherBytesPerLinkClass) {
+  SimWorld world(ClusterLayout::Uniform(4, 2, 2));  // 2 racks x 2 nodes x 2 ranks
+  constexpr size_t kBytes = 1000;
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    std::vector<char> send(kBytes), recv(8 * kBytes);
+    ASSERT_EQ(backend.AllGather(send.data(), recv.data(), kBytes, GroupKind::kWorld, *stream),
+              ncclSuccess);
+    backend.Synchronize(*stream);
+  });
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_EQ(world.SentBytes(rank, zppLinkInterNode), 1 * kBytes);  // the other node in rack
+    EXPECT_EQ(world.SentBytes(rank, zppLinkInterRack), 2 * kBytes);  // two nodes in other rack
+    EXPECT_EQ(world.SentBytes(rank, zppLinkIntraNode), 4 * kBytes);  // 1 more rank on 4 nodes
+  }
+  // Total per rank is (n - 1) pieces, as in a ring.
+  EXPECT_EQ(world.TotalSentBytes(zppLinkIntraNode) + world.TotalSentBytes(zppLinkInterNode) +
+                world.TotalSentBytes(zppLinkInterRack),
+            8u * 7u * kBytes);
+}
+
+TEST(SimBackendTest, CountsAllToAllBytesPerPeer) {
+  SimWorld world(ClusterLayout::Uniform(2, 4));
+  constexpr size_t kBytes = 64;
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    std::vector<char> send(8 * kBytes), recv(8 * kBytes);
+    ASSERT_EQ(backend.AllToAll(send.data(), recv.data(), kBytes, GroupKind::kWorld, *stream),
+              ncclSuccess);
+    backend.Synchronize(*stream);
+  });
+  EXPECT_EQ(world.SentBytes(0, zppLinkIntraNode), 3 * kBytes);
+  EXPECT_EQ(world.SentBytes(0, zppLinkInterNode), 4 * kBytes);
+}
+
+TEST(SimEventTest, WaitBlocksOnlyTheWaitingStream) {
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> slow, fast, waiter;
+    std::unique_ptr<Event> event;
+    ASSERT_EQ(backend.CreateStream(&slow), ncclSuccess);
+    ASSERT_EQ(backend.CreateStream(&fast), ncclSuccess);
+    ASSERT_EQ(backend.CreateStream(&waiter), ncclSuccess);
+    ASSERT_EQ(backend.CreateEvent(&event), ncclSuccess);
+    std::atomic<bool> slow_done{false}, fast_done{false}, waiter_saw_slow{false};
+    backend.Launch(*slow, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      slow_done = true;
+    });
+    ASSERT_EQ(backend.RecordEvent(*event, *slow), ncclSuccess);
+    ASSERT_EQ(backend.StreamWaitEvent(*waiter, *event), ncclSuccess);
+    backend.Launch(*waiter, [&] { waiter_saw_slow = slow_done.load(); });
+    backend.Launch(*fast, [&] { fast_done = true; });
+    backend.Synchronize(*fast);
+    EXPECT_TRUE(fast_done.load());
+    EXPECT_FALSE(slow_done.load());  // the host was not blocked by the wait
+    backend.Synchronize(*waiter);
+    EXPECT_TRUE(waiter_saw_slow.load());
+  });
+}
+
+TEST(SimEventTest, WaitOnUnrecordedEventIsSatisfied) {
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Event> event;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    ASSERT_EQ(backend.CreateEvent(&event), ncclSuccess);
+    ASSERT_EQ(backend.StreamWaitEvent(*stream, *event), ncclSuccess);
+    bool ran = false;
+    backend.Launch(*stream, [&] { ran = true; });
+    backend.Synchronize(*stream);
+    EXPECT_TRUE(ran);
+  });
+  EXPECT_EQ(world.host_synchronizations(), 1u);
+}
+
+}  // namespace
+}  // namespace zpp::sim
