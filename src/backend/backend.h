@@ -7,8 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
+#include "codec/views.h"
 #include "common/result.h"
+#include "kernels/codec_params.h"
 
 namespace zpp {
 
@@ -69,6 +73,26 @@ class Backend {
   // lands as piece (my group rank) of its recv.
   virtual Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
                           Stream& stream) = 0;
+  // Plain reduce-scatter of `count` elements per rank (NCCL's layout: rank r gets chunk r),
+  // summed in fp32 and multiplied by `scale` (1 for sum, 1/n for avg, the pre-multiplier).
+  virtual Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                               float scale, GroupKind group, Stream& stream) = 0;
+
+  // The codec (codec/codec.h) as device work on `stream`; views are device memory.
+  virtual Result Quantize(codec::ConstTensorView input, const codec::Format& format,
+                          const codec::Rounding& rounding, std::span<std::byte> piece,
+                          Stream& stream) = 0;
+  virtual Result Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
+                            const codec::Format& format, codec::TensorView output,
+                            Stream& stream) = 0;
+  virtual Result DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
+                                  const codec::Format& format, float scale_after_sum,
+                                  codec::TensorView output, Stream& stream) = 0;
+  virtual Result DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
+                                            size_t count, const codec::Format& format,
+                                            const codec::Format& out_format,
+                                            const codec::Rounding& rounding,
+                                            std::span<std::byte> out_piece, Stream& stream) = 0;
 };
 
 }  // namespace zpp

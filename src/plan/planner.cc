@@ -64,7 +64,7 @@ Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, 
     // Inside a rack each rank sends, to each other node, the partial sums for that node's
     // position in every rack; then one chunk to each other rack.
     const uint64_t racks = static_cast<uint64_t>(shape.racks);
-    const uint64_t in_rack = PieceBytes(call.count * racks, call.dtype, s.qgz_bits_inter, s.block);
+    const uint64_t in_rack = racks * chunk_piece;
     plan.kind = PlanKind::kQgzThreeLevelReduceScatter;
     plan.off_node_bytes =
         static_cast<uint64_t>(shape.nodes_per_rack - 1) * in_rack + (racks - 1) * chunk_piece;

@@ -6,6 +6,9 @@
 #include <set>
 #include <thread>
 
+#include "codec/codec.h"
+#include "codec/element_io.h"
+
 namespace zpp::sim {
 namespace {
 
@@ -142,6 +145,95 @@ Result SimBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKin
     rendezvous.Depart(sequence);
   });
   return ncclSuccess;
+}
+
+}  // namespace zpp::sim
+
+namespace zpp::sim {
+
+Result SimBackend::LaunchChecked(Stream& stream, std::function<Result()> work) {
+  // A failure inside earlier device work is sticky, as a CUDA error is.
+  const int earlier = device_error_->load();
+  if (earlier != ncclSuccess) return static_cast<Result>(earlier);
+  AsSim(stream).Enqueue([this, error = device_error_, work = std::move(work)] {
+    Delay();
+    const Result result = work();
+    if (result != ncclSuccess) error->store(result);
+  });
+  return ncclSuccess;
+}
+
+Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                                 float scale, GroupKind kind, Stream& stream) {
+  if (dtype != ncclFloat32 && dtype != ncclFloat16 && dtype != ncclBfloat16) {
+    ZPP_WARN("sim reduce-scatter: dtype %d is not fp32, fp16 or bf16", static_cast<int>(dtype));
+    return ncclInvalidArgument;
+  }
+  Group& g = group(kind);
+  const uint64_t sequence = g.next_sequence++;
+  const size_t chunk_bytes = count * codec::ElementBytes(dtype);
+  // Counted as the ring moves it: like an all-gather of one chunk per rank.
+  std::set<int> other_nodes;
+  const ClusterLayout& layout = world_.layout();
+  for (int member : g.members) {
+    if (layout.node_of_rank[member] != layout.node_of_rank[rank_] &&
+        other_nodes.insert(layout.node_of_rank[member]).second) {
+      world_.CountSent(rank_, layout.LinkBetween(rank_, member), chunk_bytes);
+    }
+  }
+  world_.CountSent(rank_, zppLinkIntraNode,
+                   (g.members.size() - 1 - other_nodes.size()) * chunk_bytes);
+  Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
+  const int me = g.my_index;
+  const int size = static_cast<int>(g.members.size());
+  AsSim(stream).Enqueue([&rendezvous, sequence, me, size, send, recv, count, dtype, scale] {
+    const Rendezvous::Buffers& all = rendezvous.Arrive(sequence, me, send, recv);
+    std::vector<float> sum(count, 0.0f), values(count);
+    for (int peer = 0; peer < size; ++peer) {  // in rank order: deterministic
+      codec::LoadElements(all.send[peer], dtype, me * count, count, values.data());
+      for (size_t i = 0; i < count; ++i) sum[i] += values[i];
+    }
+    for (float& value : sum) value *= scale;
+    // Every member has read this rank's input before anyone writes (in-place is allowed).
+    rendezvous.Depart(sequence);
+    codec::StoreElements(recv, dtype, 0, count, sum.data());
+  });
+  return ncclSuccess;
+}
+
+Result SimBackend::Quantize(codec::ConstTensorView input, const codec::Format& format,
+                            const codec::Rounding& rounding, std::span<std::byte> piece,
+                            Stream& stream) {
+  return LaunchChecked(stream, [=] { return codec::Quantize(input, format, rounding, piece); });
+}
+
+Result SimBackend::Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
+                              const codec::Format& format, codec::TensorView output,
+                              Stream& stream) {
+  return LaunchChecked(stream, [pieces = std::move(pieces), count, format, output] {
+    return codec::Dequantize(pieces, count, format, output);
+  });
+}
+
+Result SimBackend::DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
+                                    const codec::Format& format, float scale_after_sum,
+                                    codec::TensorView output, Stream& stream) {
+  return LaunchChecked(
+      stream, [pieces = std::move(pieces), count, format, scale_after_sum, output] {
+        return codec::DequantizeReduce(pieces, count, format, scale_after_sum, output);
+      });
+}
+
+Result SimBackend::DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
+                                              size_t count, const codec::Format& format,
+                                              const codec::Format& out_format,
+                                              const codec::Rounding& rounding,
+                                              std::span<std::byte> out_piece, Stream& stream) {
+  return LaunchChecked(
+      stream, [pieces = std::move(pieces), count, format, out_format, rounding, out_piece] {
+        return codec::DequantizeReduceRequantize(pieces, count, format, 1.0f, out_format, rounding,
+                                                 out_piece);
+      });
 }
 
 }  // namespace zpp::sim

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <vector>
@@ -33,6 +34,20 @@ class SimBackend final : public Backend {
                    Stream& stream) override;
   Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
                   Stream& stream) override;
+  Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                       float scale, GroupKind group, Stream& stream) override;
+  Result Quantize(codec::ConstTensorView input, const codec::Format& format,
+                  const codec::Rounding& rounding, std::span<std::byte> piece,
+                  Stream& stream) override;
+  Result Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
+                    const codec::Format& format, codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
+                          const codec::Format& format, float scale_after_sum,
+                          codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces, size_t count,
+                                    const codec::Format& format, const codec::Format& out_format,
+                                    const codec::Rounding& rounding, std::span<std::byte> out_piece,
+                                    Stream& stream) override;
 
   // Device work given as host code (the sim's kernels: the CPU codec reference runs this way).
   void Launch(Stream& stream, std::function<void()> work);
@@ -55,11 +70,14 @@ class SimBackend final : public Backend {
   const Group& group(GroupKind kind) const { return groups_[static_cast<int>(kind)]; }
   Group& group(GroupKind kind) { return groups_[static_cast<int>(kind)]; }
   void Delay() const;
+  // Runs `work` on the stream; its failure is reported on the next call (as a kernel's is).
+  Result LaunchChecked(Stream& stream, std::function<Result()> work);
 
   SimWorld& world_;
   const int rank_;
   std::array<Group, kGroupKinds> groups_;
   std::chrono::microseconds work_delay_{0};
+  std::shared_ptr<std::atomic<int>> device_error_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace zpp::sim

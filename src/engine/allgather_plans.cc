@@ -1,0 +1,106 @@
+#include "engine/allgather_plans.h"
+
+#include <vector>
+
+#include "codec/codec.h"
+#include "codec/element_io.h"
+
+namespace zpp::engine {
+namespace {
+
+codec::Format WeightFormat(const plan::Plan& plan) {
+  return codec::Format{plan.bits_inter, plan.block, /*rotate=*/false};
+}
+
+// The bytes one rank contributes to the gathers: a piece, or the raw shard when unquantized.
+size_t ContributionBytes(const plan::Plan& plan, const AllGatherArgs& args) {
+  if (plan.bits_inter == 0) return args.count * codec::ElementBytes(args.dtype);
+  return codec::PieceBytes(args.count, args.dtype, WeightFormat(plan));
+}
+
+}  // namespace
+
+Result RunQwzFlatAllGather(PlanContext& context, const plan::Plan& plan,
+                           const AllGatherArgs& args) {
+  Backend& backend = context.backend;
+  const codec::Format format = WeightFormat(plan);
+  const size_t piece = codec::PieceBytes(args.count, args.dtype, format);
+  const int ranks = backend.GroupSize(GroupKind::kWorld);
+  Staging staging(context);
+  std::byte* mine = nullptr;
+  std::byte* all = nullptr;
+  ZPP_CHECK(staging.Take(piece, &mine));
+  ZPP_CHECK(staging.Take(piece * ranks, &all));
+  ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, format, codec::Rounding{},
+                             {mine, piece}, context.stream));
+  ZPP_CHECK(backend.AllGather(mine, all, piece, GroupKind::kWorld, context.stream));
+  std::vector<codec::PlacedPiece> pieces(ranks);
+  for (int r = 0; r < ranks; ++r) pieces[r] = {{all + r * piece, piece}, r * args.count};
+  ZPP_CHECK(backend.Dequantize(std::move(pieces), args.count, format,
+                               {args.recv, args.dtype, args.count * ranks}, context.stream));
+  return staging.Finish();
+}
+
+size_t SecondaryPartitionBytes(const Backend& backend, const plan::Plan& plan,
+                               const AllGatherArgs& args) {
+  return ContributionBytes(plan, args) * backend.GroupSize(GroupKind::kInterNode);
+}
+
+Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
+                                const AllGatherArgs& args, std::byte* secondary) {
+  Backend& backend = context.backend;
+  const size_t contribution = ContributionBytes(plan, args);
+  const void* mine = args.send;
+  Staging staging(context);
+  if (plan.bits_inter != 0) {
+    std::byte* piece = nullptr;
+    ZPP_CHECK(staging.Take(contribution, &piece));
+    ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, WeightFormat(plan),
+                               codec::Rounding{}, {piece, contribution}, context.stream));
+    mine = piece;
+  }
+  ZPP_CHECK(
+      backend.AllGather(mine, secondary, contribution, GroupKind::kInterNode, context.stream));
+  ZPP_CHECK(RunIntraNodeAllGather(context, plan, args, secondary));
+  return staging.Finish();
+}
+
+Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
+                             const AllGatherArgs& args, const std::byte* secondary) {
+  Backend& backend = context.backend;
+  const size_t contribution = ContributionBytes(plan, args);
+  const int nodes = backend.GroupSize(GroupKind::kInterNode);
+  const int locals = backend.GroupSize(GroupKind::kIntraNode);
+  const size_t secondary_bytes = contribution * nodes;
+  Staging staging(context);
+  std::byte* gathered = nullptr;
+  ZPP_CHECK(staging.Take(secondary_bytes * locals, &gathered));
+  ZPP_CHECK(backend.AllGather(secondary, gathered, secondary_bytes, GroupKind::kIntraNode,
+                              context.stream));
+  // gathered[local][node] holds the shard of rank node x locals + local (contiguous nodes).
+  auto rank_of = [&](int local, int node) { return static_cast<size_t>(node * locals + local); };
+  if (plan.bits_inter != 0) {
+    std::vector<codec::PlacedPiece> pieces;
+    pieces.reserve(nodes * locals);
+    for (int local = 0; local < locals; ++local) {
+      for (int node = 0; node < nodes; ++node) {
+        const std::byte* piece = gathered + (local * nodes + node) * contribution;
+        pieces.push_back({{piece, contribution}, rank_of(local, node) * args.count});
+      }
+    }
+    ZPP_CHECK(backend.Dequantize(std::move(pieces), args.count, WeightFormat(plan),
+                                 {args.recv, args.dtype, args.count * nodes * locals},
+                                 context.stream));
+  } else {
+    for (int local = 0; local < locals; ++local) {
+      for (int node = 0; node < nodes; ++node) {
+        const std::byte* shard = gathered + (local * nodes + node) * contribution;
+        std::byte* out = static_cast<std::byte*>(args.recv) + rank_of(local, node) * contribution;
+        ZPP_CHECK(backend.Memcpy(out, shard, contribution, context.stream));
+      }
+    }
+  }
+  return staging.Finish();
+}
+
+}  // namespace zpp::engine

@@ -1,0 +1,86 @@
+#include "engine/engine.h"
+
+#include "common/nccl_types.h"
+#include "engine/allgather_plans.h"
+#include "engine/reduce_scatter_plans.h"
+#include "log/log.h"
+#include "plan/planner.h"
+
+namespace zpp::engine {
+
+Engine::Engine(Backend& backend, const plan::Shape& shape, const plan::Settings& settings,
+               bool fence_enabled, StatsCounters& stats)
+    : backend_(backend),
+      shape_(shape),
+      settings_(settings),
+      pool_(backend, fence_enabled),
+      stats_(stats) {}
+
+void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op) {
+  if (plan.kind == plan::PlanKind::kPassThrough) {
+    stats_.AddPassThrough(plan.reason, input_bytes);
+    return;
+  }
+  const bool gather = op == plan::CollectiveOp::kAllGather;
+  const bool hierarchical = plan.kind == plan::PlanKind::kHierarchicalAllGather ||
+                            plan.kind == plan::PlanKind::kHpzHitAllGather;
+  stats_.AddCall(gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz, input_bytes);
+}
+
+Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen) {
+  const plan::Call call{plan::CollectiveOp::kAllGather, args.count, args.dtype,
+                        plan::Reduction::kNone};
+  const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+  ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
+            plan::PlanKindName(plan.kind).data());
+  if (chosen != nullptr) *chosen = plan;
+  Count(plan, args.count * plan::DtypeBytes(args.dtype), call.op);
+  return RunAllGather(plan, args, stream);
+}
+
+Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen) {
+  const plan::Call call{plan::CollectiveOp::kReduceScatter, args.count, args.dtype, args.reduction};
+  const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+  ZPP_TRACE(kPlan, "reducescatter count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
+            plan::PlanKindName(plan.kind).data());
+  if (chosen != nullptr) *chosen = plan;
+  Count(plan, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
+  return RunReduceScatter(plan, args, stream);
+}
+
+Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {
+  PlanContext context{backend_, pool_, stream};
+  switch (plan.kind) {
+    case plan::PlanKind::kQwzFlatAllGather:
+      return RunQwzFlatAllGather(context, plan, args);
+    case plan::PlanKind::kHierarchicalAllGather: {
+      // Without an hpZ cache the secondary partition lives for this call only.
+      Staging staging(context);
+      std::byte* secondary = nullptr;
+      ZPP_CHECK(staging.Take(SecondaryPartitionBytes(backend_, plan, args), &secondary));
+      ZPP_CHECK(RunHierarchicalAllGather(context, plan, args, secondary));
+      return staging.Finish();
+    }
+    default:
+      return backend_.AllGather(args.send, args.recv, args.count * NcclTypeBytes(args.dtype),
+                                GroupKind::kWorld, stream);
+  }
+}
+
+Result Engine::RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args,
+                                Stream& stream) {
+  PlanContext context{backend_, pool_, stream};
+  switch (plan.kind) {
+    case plan::PlanKind::kQgzFlatReduceScatter:
+      return RunQgzFlatReduceScatter(context, plan, args);
+    case plan::PlanKind::kQgzHierarchicalReduceScatter:
+      return RunQgzHierarchicalReduceScatter(context, plan, args);
+    case plan::PlanKind::kQgzThreeLevelReduceScatter:
+      return RunQgzThreeLevelReduceScatter(context, plan, args);
+    default:
+      return backend_.ReduceScatter(args.send, args.recv, args.count, args.dtype,
+                                    ScaleAfterSum(args, shape_.world), GroupKind::kWorld, stream);
+  }
+}
+
+}  // namespace zpp::engine

@@ -1,0 +1,119 @@
+#include "engine_harness.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "codec/element_io.h"
+#include "engine/engine.h"
+#include "sim/sim_backend.h"
+
+namespace zpp::test {
+
+plan::Shape ShapeOf(const sim::ClusterLayout& layout) {
+  plan::Shape shape;
+  shape.world = layout.world_size();
+  shape.nodes = layout.node_count();
+  std::map<int, int> per_node;
+  for (int node : layout.node_of_rank) ++per_node[node];
+  std::map<int, int> per_rack;
+  for (int rack : layout.rack_of_node) ++per_rack[rack];
+  int min_local = shape.world, max_local = 0;
+  for (const auto& [node, count] : per_node) {
+    min_local = std::min(min_local, count);
+    max_local = std::max(max_local, count);
+  }
+  bool contiguous = std::is_sorted(layout.node_of_rank.begin(), layout.node_of_rank.end());
+  shape.min_local_size = min_local;
+  shape.racks = static_cast<int>(per_rack.size());
+  shape.nodes_per_rack = shape.nodes / shape.racks;
+  bool racks_uniform = true;
+  for (const auto& [rack, count] : per_rack) racks_uniform &= count == shape.nodes_per_rack;
+  shape.hierarchical_allowed =
+      contiguous && min_local == max_local && shape.nodes > 1 && min_local > 1;
+  shape.rack_level_allowed = shape.hierarchical_allowed && shape.racks > 1 && racks_uniform &&
+                             std::is_sorted(layout.rack_of_node.begin(), layout.rack_of_node.end());
+  return shape;
+}
+
+double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i) {
+  float value = 0;
+  codec::LoadElements(bytes.data(), dtype, i, 1, &value);
+  return value;
+}
+
+CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,
+                            const plan::Settings& settings, const CollectiveSpec& spec) {
+  const int n = layout.world_size();
+  const size_t element = codec::ElementBytes(spec.dtype);
+  const bool gather = spec.op == plan::CollectiveOp::kAllGather;
+  const size_t in_count = gather ? spec.count : spec.count * n;
+  const size_t out_count = gather ? spec.count * n : spec.count;
+
+  CollectiveRun run;
+  run.output.resize(n);
+  run.input.resize(n);
+  std::vector<plan::Plan> plans(n);
+  std::atomic<int> failures{0};
+  sim::SimWorld world(layout);
+  StatsCounters stats;
+  world.RunRanks([&](sim::SimBackend& backend) {
+    const int rank = backend.rank();
+    std::mt19937_64 rng(spec.seed * 7919u + rank);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(in_count);
+    for (float& v : values) v = normal(rng);
+    // Inputs and outputs where NCCL puts them, in-place layouts included.
+    std::vector<uint8_t> in_storage(in_count * element + 1);
+    std::vector<uint8_t> out_storage(std::max(in_count, out_count) * element + 1, 0xEE);
+    void* send = in_storage.data();
+    std::byte* recv = reinterpret_cast<std::byte*>(out_storage.data());
+    if (spec.in_place && gather) send = recv + rank * spec.count * element;
+    if (spec.in_place && !gather) {
+      send = recv;
+      recv += rank * spec.count * element;
+    }
+    codec::StoreElements(send, spec.dtype, 0, in_count, values.data());
+    run.input[rank].resize(in_count);
+    for (size_t i = 0; i < in_count; ++i) {
+      float held = 0;
+      codec::LoadElements(send, spec.dtype, i, 1, &held);
+      run.input[rank][i] = held;
+    }
+
+    engine::Engine engine(backend, shape, settings, /*fence_enabled=*/true, stats);
+    std::unique_ptr<Stream> stream;
+    if (backend.CreateStream(&stream) != ncclSuccess) {
+      ++failures;
+      return;
+    }
+    Result result;
+    if (gather) {
+      result = engine.AllGather({send, recv, spec.count, spec.dtype}, *stream, &plans[rank]);
+    } else {
+      result = engine.ReduceScatter(
+          {send, recv, spec.count, spec.dtype, spec.reduction, spec.premul}, *stream, &plans[rank]);
+    }
+    if (result != ncclSuccess) ++failures;
+    backend.Synchronize(*stream);
+    const auto* first = reinterpret_cast<const uint8_t*>(recv);
+    run.output[rank].assign(first, first + out_count * element);
+  });
+  run.failures = failures.load();
+  run.host_syncs = world.host_synchronizations() - n;
+  run.plan = plans[0];
+  for (const plan::Plan& p : plans) {
+    run.plans_agree &= p.kind == run.plan.kind && p.reason == run.plan.reason;
+  }
+  for (int r = 0; r < n; ++r) {
+    run.off_node_bytes.push_back(world.SentBytes(r, zppLinkInterNode) +
+                                 world.SentBytes(r, zppLinkInterRack));
+    run.inter_rack_bytes.push_back(world.SentBytes(r, zppLinkInterRack));
+  }
+  return run;
+}
+
+}  // namespace zpp::test

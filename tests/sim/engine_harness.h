@@ -1,0 +1,44 @@
+// Runs one collective through the engine on a simulated cluster and returns what every rank
+// got, the plan, and the link byte counts, for the tests to check against fp64 references.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/collective_args.h"
+#include "plan/plan.h"
+#include "sim/cluster_layout.h"
+
+namespace zpp::test {
+
+struct CollectiveRun {
+  plan::Plan plan;  // rank 0's (all ranks must agree: checked)
+  bool plans_agree = true;
+  std::vector<std::vector<uint8_t>> output;  // per rank, raw bytes of the output buffer
+  std::vector<std::vector<double>> input;    // per rank, the inputs as the dtype holds them
+  std::vector<uint64_t> off_node_bytes;      // per rank: inter-node + inter-rack
+  std::vector<uint64_t> inter_rack_bytes;
+  uint64_t host_syncs = 0;  // by the engine (the harness's own excluded)
+  int failures = 0;         // non-success results
+};
+
+struct CollectiveSpec {
+  plan::CollectiveOp op = plan::CollectiveOp::kAllGather;
+  size_t count = 0;  // per rank (sendcount / recvcount)
+  ncclDataType_t dtype = ncclFloat32;
+  plan::Reduction reduction = plan::Reduction::kSum;
+  float premul = 1.0f;
+  bool in_place = false;
+  uint32_t seed = 1;
+};
+
+CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,
+                            const plan::Settings& settings, const CollectiveSpec& spec);
+
+// The planner's view of a simulated layout (uniform, contiguous: hierarchical allowed).
+plan::Shape ShapeOf(const sim::ClusterLayout& layout);
+
+// Element i of a raw buffer of `dtype`, widened to double.
+double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i);
+
+}  // namespace zpp::test

@@ -1,0 +1,281 @@
+// Every plan x dtype x bit width x size x topology on the simulated cluster. Lossless paths must
+// be bitwise equal to plain; lossy ones inside the codec's per-element bound (all-gather) or the
+// error budget against an fp64 reference (reduce-scatter); every rank's all-gather output the
+// same; the bytes each rank sends off its node exactly what the planner predicted, never more
+// than plain NCCL's ring.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine_harness.h"
+#include "zpp/format.h"
+
+namespace zpp::test {
+namespace {
+
+using plan::CollectiveOp;
+using plan::PlanKind;
+using sim::ClusterLayout;
+
+struct Topology {
+  std::string name;
+  ClusterLayout layout;
+};
+
+ClusterLayout Layout(std::vector<int> node_of_rank, std::vector<int> rack_of_node) {
+  ClusterLayout layout;
+  layout.node_of_rank = std::move(node_of_rank);
+  layout.rack_of_node = std::move(rack_of_node);
+  return layout;
+}
+
+std::vector<Topology> Topologies() {
+  return {
+      {"1node_x4", ClusterLayout::Uniform(1, 4)},
+      {"2nodes_x1", ClusterLayout::Uniform(2, 1)},
+      {"2nodes_x4", ClusterLayout::Uniform(2, 4)},
+      {"4nodes_x2", ClusterLayout::Uniform(4, 2)},
+      {"2racks_x2nodes_x2", ClusterLayout::Uniform(4, 2, 2)},
+      {"2nodes_x8", ClusterLayout::Uniform(2, 8)},
+      {"uneven_3_4", Layout({0, 0, 0, 1, 1, 1, 1}, {0, 0})},
+      {"interleaved_2x2", Layout({0, 1, 0, 1}, {0, 0})},
+  };
+}
+
+struct Mode {
+  std::string name;
+  plan::Settings settings;
+};
+
+std::vector<Mode> Modes() {
+  auto make = [](bool qwz, int qwz_bits, bool hpz, bool qgz, int intra, int inter) {
+    plan::Settings s;
+    s.qwz = qwz;
+    s.qwz_bits = qwz_bits;
+    s.hpz = hpz;
+    s.qgz = qgz;
+    s.qgz_bits_intra = intra;
+    s.qgz_bits_inter = inter;
+    s.min_bytes = 0;
+    return s;
+  };
+  return {
+      {"plain", make(false, 8, false, false, 8, 4)},  {"qwz8", make(true, 8, false, false, 8, 4)},
+      {"qwz4", make(true, 4, false, false, 8, 4)},    {"hpz", make(false, 8, true, false, 8, 4)},
+      {"qwz8_hpz", make(true, 8, true, false, 8, 4)}, {"qgz8_4", make(false, 8, false, true, 8, 4)},
+      {"qgz8_8", make(false, 8, false, true, 8, 8)},  {"qgz4_4", make(false, 8, false, true, 4, 4)},
+  };
+}
+
+double HalfUlpRelative(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclFloat16:
+      return std::ldexp(1.0, -11);
+    case ncclBfloat16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+// |y - x| <= amax(block) / (2 qmax) + the output's rounding, per element of every shard.
+void ExpectWithinBlockBound(const CollectiveRun& run, const CollectiveSpec& spec, int block,
+                            int bits, const std::string& where) {
+  const double qmax = bits == 8 ? ZPP_INT8_QMAX : ZPP_INT4_QMAX;
+  int reported = 0;
+  for (size_t r = 0; r < run.input.size(); ++r) {
+    const std::vector<double>& shard = run.input[r];
+    for (size_t start = 0; start < spec.count; start += block) {
+      const size_t end = std::min(spec.count, start + block);
+      double amax = 0;
+      for (size_t i = start; i < end; ++i) amax = std::max(amax, std::abs(shard[i]));
+      for (size_t i = start; i < end; ++i) {
+        const double y = ElementAt(run.output[0], spec.dtype, r * spec.count + i);
+        const double bound =
+            amax / (2 * qmax) * (1 + 1e-6) + std::abs(y) * HalfUlpRelative(spec.dtype) + 1e-30;
+        if (std::abs(y - shard[i]) > bound && reported++ < 3) {
+          ADD_FAILURE() << where << ": rank " << r << " element " << i << ": " << y << " vs "
+                        << shard[i] << " (bound " << bound << ")";
+        }
+      }
+    }
+  }
+}
+
+double RelativeL2(const CollectiveRun& run, const CollectiveSpec& spec, double scale) {
+  double err = 0, ref = 0;
+  const size_t n = run.input.size();
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t i = 0; i < spec.count; ++i) {
+      double exact = 0;
+      for (size_t s = 0; s < n; ++s) exact += run.input[s][r * spec.count + i];
+      exact *= scale;
+      const double got = ElementAt(run.output[r], spec.dtype, i);
+      err += (got - exact) * (got - exact);
+      ref += exact * exact;
+    }
+  }
+  return ref == 0 ? std::sqrt(err) : std::sqrt(err / ref);
+}
+
+// The relative L2 budget of a reduce-scatter plan: the codec's per-quantization figures on
+// Gaussian data (block 256: int8 0.80%, int4 16%, see tests/codec) for each level the partial
+// sums pass through, added, plus the output dtype's rounding.
+double ReduceScatterBudget(const plan::Plan& plan, ncclDataType_t dtype) {
+  auto level = [](int bits) { return bits == 8 ? 0.008 : 0.16; };
+  double budget = HalfUlpRelative(dtype) * 2 + 1e-6;
+  switch (plan.kind) {
+    case PlanKind::kQgzFlatReduceScatter:
+      return budget + level(plan.bits_inter);
+    case PlanKind::kQgzHierarchicalReduceScatter:
+      return budget + level(plan.bits_intra) + level(plan.bits_inter);
+    case PlanKind::kQgzThreeLevelReduceScatter:
+      return budget + level(plan.bits_intra) + 2 * level(plan.bits_inter);
+    default:
+      return budget + 1e-5;  // plain: fp32 accumulation
+  }
+}
+
+void CheckRun(const Topology& topology, const Mode& mode, const CollectiveSpec& spec) {
+  const plan::Shape shape = ShapeOf(topology.layout);
+  const CollectiveRun run = RunCollective(topology.layout, shape, mode.settings, spec);
+  const std::string where = topology.name + " " + mode.name + " " +
+                            (spec.op == CollectiveOp::kAllGather ? "allgather" : "reducescatter") +
+                            " dtype " + std::to_string(spec.dtype) + " count " +
+                            std::to_string(spec.count) + (spec.in_place ? " in-place" : "") +
+                            " plan " + std::string(plan::PlanKindName(run.plan.kind));
+  ASSERT_EQ(run.failures, 0) << where;
+  ASSERT_TRUE(run.plans_agree) << where;
+  EXPECT_EQ(run.host_syncs, 0u) << where;
+
+  // Bytes: as predicted, and never more than plain.
+  const uint64_t busiest = *std::max_element(run.off_node_bytes.begin(), run.off_node_bytes.end());
+  EXPECT_EQ(busiest, run.plan.off_node_bytes) << where;
+  EXPECT_LE(busiest, run.plan.plain_off_node_bytes) << where;
+
+  const int n = topology.layout.world_size();
+  if (spec.op == CollectiveOp::kAllGather) {
+    for (int r = 1; r < n; ++r) {
+      ASSERT_EQ(run.output[r], run.output[0]) << where << ": rank " << r << " differs from 0";
+    }
+    const bool lossless = run.plan.kind == PlanKind::kPassThrough || run.plan.bits_inter == 0;
+    if (lossless) {
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < spec.count; ++i) {
+          ASSERT_EQ(ElementAt(run.output[0], spec.dtype, r * spec.count + i), run.input[r][i])
+              << where << " rank " << r << " element " << i;
+        }
+      }
+    } else {
+      ExpectWithinBlockBound(run, spec, run.plan.block, run.plan.bits_inter, where);
+    }
+    return;
+  }
+  double scale = 1.0;
+  if (spec.reduction == plan::Reduction::kAvg) scale = 1.0 / n;
+  if (spec.reduction == plan::Reduction::kPreMulSum) scale = spec.premul;
+  const double error = RelativeL2(run, spec, scale);
+  EXPECT_LE(error, ReduceScatterBudget(run.plan, spec.dtype)) << where;
+}
+
+class EngineMatrixTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EngineMatrixTest, EveryPlanDtypeSize) {
+  const Topology topology = Topologies()[GetParam()];
+  for (const Mode& mode : Modes()) {
+    for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+      for (size_t count : {size_t{1}, size_t{37}, size_t{255}, size_t{257}, size_t{1000}}) {
+        for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+          CollectiveSpec spec;
+          spec.op = op;
+          spec.count = count;
+          spec.dtype = dtype;
+          spec.seed = static_cast<uint32_t>(count * 3 + dtype);
+          spec.in_place = count == 257;
+          spec.reduction = count == 37 ? plan::Reduction::kAvg : plan::Reduction::kSum;
+          if (count == 1000) {
+            spec.reduction = plan::Reduction::kPreMulSum;
+            spec.premul = 0.125f;
+          }
+          CheckRun(topology, mode, spec);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(EngineMatrixTest, SeveralMebibytes) {
+  const Topology topology = Topologies()[GetParam()];
+  const int n = topology.layout.world_size();
+  for (const Mode& mode : Modes()) {
+    for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+      CollectiveSpec spec;
+      spec.op = op;
+      spec.dtype = ncclBfloat16;
+      spec.count = (size_t{4} << 20) / (2 * n) + 3;  // a 4 MiB buffer, not a multiple of blocks
+      CheckRun(topology, mode, spec);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, EngineMatrixTest,
+                         ::testing::Range(0, static_cast<int>(Topologies().size())),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return Topologies()[param.param].name;
+                         });
+
+// The byte counts, against formulas written here.
+TEST(EngineBytesTest, QwzInt8AllGatherMovesAtMostHalfOfPlain) {
+  const ClusterLayout layout = ClusterLayout::Uniform(2, 4);
+  plan::Settings qwz;
+  qwz.qwz = true;
+  qwz.min_bytes = 0;
+  CollectiveSpec spec;
+  spec.dtype = ncclBfloat16;
+  spec.count = 1 << 18;
+  const CollectiveRun plain = RunCollective(layout, ShapeOf(layout), plan::Settings{}, spec);
+  const CollectiveRun quantized = RunCollective(layout, ShapeOf(layout), qwz, spec);
+  ASSERT_EQ(quantized.plan.kind, PlanKind::kQwzFlatAllGather);
+  EXPECT_EQ(plain.off_node_bytes[0], uint64_t{1} * spec.count * 2);  // (nodes - 1) shards
+  EXPECT_EQ(quantized.off_node_bytes[0], zppPieceBytes(spec.count, ncclBfloat16, 8, 256));
+  EXPECT_LE(quantized.off_node_bytes[0], 0.52 * plain.off_node_bytes[0]);
+}
+
+TEST(EngineBytesTest, HierarchicalQgzCrossesNodesOnceAtInterBits) {
+  const ClusterLayout layout = ClusterLayout::Uniform(4, 2);
+  plan::Settings qgz;
+  qgz.qgz = true;
+  qgz.min_bytes = 0;
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::kReduceScatter;
+  spec.dtype = ncclFloat16;
+  spec.count = 10000;
+  const CollectiveRun run = RunCollective(layout, ShapeOf(layout), qgz, spec);
+  ASSERT_EQ(run.plan.kind, PlanKind::kQgzHierarchicalReduceScatter);
+  for (uint64_t bytes : run.off_node_bytes) {
+    EXPECT_EQ(bytes, 3 * zppPieceBytes(spec.count, ncclFloat16, 4, 256));  // one piece per node
+  }
+}
+
+TEST(EngineBytesTest, ThreeLevelQgzSendsOneChunkPerRackAcrossRacks) {
+  const ClusterLayout layout = ClusterLayout::Uniform(4, 2, 2);
+  plan::Settings qgz;
+  qgz.qgz = true;
+  qgz.min_bytes = 0;
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::kReduceScatter;
+  spec.count = 5000;
+  const CollectiveRun run = RunCollective(layout, ShapeOf(layout), qgz, spec);
+  ASSERT_EQ(run.plan.kind, PlanKind::kQgzThreeLevelReduceScatter);
+  const uint64_t piece = zppPieceBytes(spec.count, ncclFloat32, 4, 256);
+  for (size_t r = 0; r < run.inter_rack_bytes.size(); ++r) {
+    EXPECT_EQ(run.inter_rack_bytes[r], 1 * piece);                          // one other rack
+    EXPECT_EQ(run.off_node_bytes[r] - run.inter_rack_bytes[r], 2 * piece);  // 2 racks' sums
+  }
+}
+
+}  // namespace
+}  // namespace zpp::test
