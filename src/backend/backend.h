@@ -57,6 +57,10 @@ class Backend {
   virtual int GroupSize(GroupKind kind) const = 0;
 
   virtual Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) = 0;
+  // Device memory the host may also read at any time, without synchronizing (mapped pinned
+  // memory on CUDA): for counters the device bumps and the host reports when it next looks.
+  // The host may initialize it through data() before any device work uses it.
+  virtual Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) = 0;
   virtual Result CreateStream(std::unique_ptr<Stream>* out) = 0;
   virtual Result CreateEvent(std::unique_ptr<Event>* out) = 0;
 
@@ -77,6 +81,21 @@ class Backend {
   // summed in fp32 and multiplied by `scale` (1 for sum, 1/n for avg, the pre-multiplier).
   virtual Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
                                float scale, GroupKind group, Stream& stream) = 0;
+
+  // Host to device, stream-ordered; `src` may be reused as soon as the call returns.
+  virtual Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
+  // Blocks the host until `event`'s latest record has run, then copies device to host. zpp
+  // calls it once per step epoch, on an event recorded a whole epoch earlier (hpZ agreement).
+  virtual Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) = 0;
+
+  // The 64-bit fingerprint of `bytes` (codec::Fingerprint) into *device_out.
+  virtual Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
+                             Stream& stream) = 0;
+  // hpZ's check of a hit: when *now != *at_fill, adds one to *failures and, with `poison`,
+  // fills `output` with NaN so that no stale weight is ever delivered as valid.
+  virtual Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
+                                   codec::TensorView output, bool poison, uint32_t* failures,
+                                   Stream& stream) = 0;
 
   // The codec (codec/codec.h) as device work on `stream`; views are device memory.
   virtual Result Quantize(codec::ConstTensorView input, const codec::Format& format,

@@ -1,20 +1,36 @@
 #include "engine/engine.h"
 
 #include "common/nccl_types.h"
+#include "config/config.h"
 #include "engine/allgather_plans.h"
 #include "engine/reduce_scatter_plans.h"
+#include "epoch/step_epoch.h"
 #include "log/log.h"
 #include "plan/planner.h"
 
 namespace zpp::engine {
 
-Engine::Engine(Backend& backend, const plan::Shape& shape, const plan::Settings& settings,
-               bool fence_enabled, StatsCounters& stats)
+EngineOptions OptionsFrom(const Config& config) {
+  EngineOptions options;
+  options.settings = plan::SettingsFrom(config);
+  options.fence_enabled = config.fence != 0;
+  options.hpz_max_bytes = static_cast<uint64_t>(config.hpz_max_mb) << 20;
+  return options;
+}
+
+Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
+               StatsCounters& stats)
     : backend_(backend),
       shape_(shape),
-      settings_(settings),
-      pool_(backend, fence_enabled),
-      stats_(stats) {}
+      settings_(options.settings),
+      pool_(backend, options.fence_enabled),
+      stats_(stats) {
+  if (settings_.hpz && shape_.hierarchical_allowed) {
+    std::function<uint64_t()> epoch = options.epoch;
+    if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };
+    hpz_ = std::make_unique<HpzCache>(backend_, options.hpz_max_bytes, stats_, std::move(epoch));
+  }
+}
 
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) {
@@ -33,6 +49,14 @@ Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* 
   const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
   ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
+  if (plan.kind == plan::PlanKind::kHierarchicalAllGather && hpz_) {
+    PlanContext context{backend_, pool_, stream};
+    plan::Plan ran = plan;
+    const Result result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
+    if (chosen != nullptr) *chosen = ran;
+    Count(ran, args.count * plan::DtypeBytes(args.dtype), call.op);
+    return result;
+  }
   if (chosen != nullptr) *chosen = plan;
   Count(plan, args.count * plan::DtypeBytes(args.dtype), call.op);
   return RunAllGather(plan, args, stream);

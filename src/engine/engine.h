@@ -3,20 +3,38 @@
 // per NCCL communicator; the tests and the demo, one per simulated rank.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "backend/backend.h"
 #include "engine/collective_args.h"
+#include "engine/hpz_cache.h"
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
 #include "stats/stats.h"
 
+namespace zpp {
+struct Config;
+}
+
 namespace zpp::engine {
+
+struct EngineOptions {
+  plan::Settings settings;
+  bool fence_enabled = true;                   // ZPP_FENCE
+  uint64_t hpz_max_bytes = uint64_t{4} << 30;  // ZPP_HPZ_MAX_MB
+  // The step epoch; by default the process's (zppStepEpochAdvance).
+  std::function<uint64_t()> epoch;
+};
+
+// The options the process configuration gives (ZPP_QWZ..., ZPP_FENCE, ZPP_HPZ_MAX_MB).
+EngineOptions OptionsFrom(const Config& config);
 
 class Engine {
  public:
-  Engine(Backend& backend, const plan::Shape& shape, const plan::Settings& settings,
-         bool fence_enabled, StatsCounters& stats);
+  Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
+         StatsCounters& stats);
 
   // NCCL's semantics; `chosen`, when given, receives the plan that ran.
   Result AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
@@ -24,6 +42,11 @@ class Engine {
 
   const plan::Shape& shape() const { return shape_; }
   BufferPool& pool() { return pool_; }
+  const HpzCache* hpz() const { return hpz_.get(); }
+  // Reports errors the device counted since the last call (each call also does).
+  void PollDeviceErrors() {
+    if (hpz_) hpz_->PollFailures();
+  }
 
  private:
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
@@ -35,6 +58,7 @@ class Engine {
   const plan::Settings settings_;
   BufferPool pool_;
   StatsCounters& stats_;
+  std::unique_ptr<HpzCache> hpz_;  // with hpZ on a hierarchy
 };
 
 }  // namespace zpp::engine

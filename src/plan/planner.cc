@@ -27,13 +27,13 @@ Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, cons
   plan.plain_off_node_bytes = plain;
   plan.block = s.block;
   if (s.hpz && shape.hierarchical_allowed) {
+    plan.bits_inter = s.qwz ? s.qwz_bits : 0;  // the kept partition holds pieces with qwZ
     if (hpz.hit) {
       plan.kind = PlanKind::kHpzHitAllGather;
       plan.off_node_bytes = 0;
       return plan;
     }
     plan.kind = PlanKind::kHierarchicalAllGather;
-    plan.bits_inter = s.qwz ? s.qwz_bits : 0;
     plan.off_node_bytes = remote_nodes * (s.qwz ? piece : shard_bytes);
     if (plan.off_node_bytes > plain) return PassThrough(zppReasonSmall, plain);
     return plan;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <set>
 #include <thread>
@@ -70,23 +71,17 @@ Result SimBackend::StreamWaitEvent(Stream& stream, Event& event) {
   return ncclSuccess;
 }
 
-void SimBackend::Delay() const {
-  if (work_delay_.count() > 0) std::this_thread::sleep_for(work_delay_);
+void SimBackend::SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay) {
+  AsSim(stream).SetTaskDelay(delay);
 }
 
 Result SimBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) {
-  AsSim(stream).Enqueue([this, dst, src, bytes] {
-    Delay();
-    std::memmove(dst, src, bytes);
-  });
+  AsSim(stream).Enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
   return ncclSuccess;
 }
 
 void SimBackend::Launch(Stream& stream, std::function<void()> work) {
-  AsSim(stream).Enqueue([this, work = std::move(work)] {
-    Delay();
-    work();
-  });
+  AsSim(stream).Enqueue([work = std::move(work)] { work(); });
 }
 
 void SimBackend::Synchronize(Stream& stream) {
@@ -155,8 +150,7 @@ Result SimBackend::LaunchChecked(Stream& stream, std::function<Result()> work) {
   // A failure inside earlier device work is sticky, as a CUDA error is.
   const int earlier = device_error_->load();
   if (earlier != ncclSuccess) return static_cast<Result>(earlier);
-  AsSim(stream).Enqueue([this, error = device_error_, work = std::move(work)] {
-    Delay();
+  AsSim(stream).Enqueue([error = device_error_, work = std::move(work)] {
     const Result result = work();
     if (result != ncclSuccess) error->store(result);
   });
@@ -234,6 +228,45 @@ Result SimBackend::DequantizeReduceRequantize(std::vector<std::span<const std::b
         return codec::DequantizeReduceRequantize(pieces, count, format, 1.0f, out_format, rounding,
                                                  out_piece);
       });
+}
+
+}  // namespace zpp::sim
+
+namespace zpp::sim {
+
+Result SimBackend::CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) {
+  std::vector<std::byte> copy(static_cast<const std::byte*>(src),
+                              static_cast<const std::byte*>(src) + bytes);
+  AsSim(stream).Enqueue(
+      [dst, copy = std::move(copy)] { std::memcpy(dst, copy.data(), copy.size()); });
+  return ncclSuccess;
+}
+
+Result SimBackend::ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) {
+  world_.CountHostSync();
+  AsSim(event).Synchronize();
+  std::memcpy(host_dst, src, bytes);
+  return ncclSuccess;
+}
+
+Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
+                               Stream& stream) {
+  return LaunchChecked(stream,
+                       [bytes, device_out] { return codec::Fingerprint(bytes, device_out); });
+}
+
+Result SimBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
+                                     codec::TensorView output, bool poison, uint32_t* failures,
+                                     Stream& stream) {
+  return LaunchChecked(stream, [=] {
+    if (*now == *at_fill) return ncclSuccess;
+    std::atomic_ref<uint32_t>(*failures).fetch_add(1);
+    if (poison) {
+      const std::vector<float> nan(output.count, std::numeric_limits<float>::quiet_NaN());
+      codec::StoreElements(output.data, output.dtype, 0, output.count, nan.data());
+    }
+    return ncclSuccess;
+  });
 }
 
 }  // namespace zpp::sim

@@ -25,6 +25,9 @@ class SimBackend final : public Backend {
   }
 
   Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
+  Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) override {
+    return Allocate(bytes, out);  // the sim's device memory is host memory
+  }
   Result CreateStream(std::unique_ptr<Stream>* out) override;
   Result CreateEvent(std::unique_ptr<Event>* out) override;
   Result RecordEvent(Event& event, Stream& stream) override;
@@ -36,6 +39,12 @@ class SimBackend final : public Backend {
                   Stream& stream) override;
   Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
                        float scale, GroupKind group, Stream& stream) override;
+  Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
+  Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
+  Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
+                     Stream& stream) override;
+  Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
+                           bool poison, uint32_t* failures, Stream& stream) override;
   Result Quantize(codec::ConstTensorView input, const codec::Format& format,
                   const codec::Rounding& rounding, std::span<std::byte> piece,
                   Stream& stream) override;
@@ -53,9 +62,8 @@ class SimBackend final : public Backend {
   void Launch(Stream& stream, std::function<void()> work);
   // Blocks the host until `stream` is idle. Counted: the collective path must never call it.
   void Synchronize(Stream& stream);
-  // Tests: every Memcpy and Launch on this rank sleeps this long before it runs, so that a
-  // reader that does not wait for its writer sees the old data.
-  void SetWorkDelayForTesting(std::chrono::microseconds delay) { work_delay_ = delay; }
+  // Tests: every task of `stream` from now on starts this much later (a slow writer).
+  void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
 
   SimWorld& world() { return world_; }
 
@@ -69,14 +77,12 @@ class SimBackend final : public Backend {
 
   const Group& group(GroupKind kind) const { return groups_[static_cast<int>(kind)]; }
   Group& group(GroupKind kind) { return groups_[static_cast<int>(kind)]; }
-  void Delay() const;
   // Runs `work` on the stream; its failure is reported on the next call (as a kernel's is).
   Result LaunchChecked(Stream& stream, std::function<Result()> work);
 
   SimWorld& world_;
   const int rank_;
   std::array<Group, kGroupKinds> groups_;
-  std::chrono::microseconds work_delay_{0};
   std::shared_ptr<std::atomic<int>> device_error_ = std::make_shared<std::atomic<int>>(0);
 };
 

@@ -36,6 +36,9 @@ void SimStream::Run() {
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
     lock.unlock();
+    if (const int64_t delay = delay_us_.load(); delay > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay));
+    }
     task();
     lock.lock();
     ++finished_;
@@ -71,6 +74,12 @@ void SimEvent::MakeStreamWait(SimStream& stream) {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->reached.wait(lock, [&] { return state->completed >= target; });
   });
+}
+
+void SimEvent::Synchronize() {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  const uint64_t target = state_->recorded;
+  state_->reached.wait(lock, [&] { return state_->completed >= target; });
 }
 
 }  // namespace zpp::sim

@@ -2,6 +2,8 @@
 // a time, concurrently with the host and with other streams, as on a GPU.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -23,6 +25,8 @@ class SimStream final : public Stream {
   void Enqueue(std::function<void()> task);
   // Blocks the calling host thread until every task enqueued so far has run.
   void Synchronize();
+  // Tests: every task from now on starts this much later (a slow kernel).
+  void SetTaskDelay(std::chrono::microseconds delay) { delay_us_.store(delay.count()); }
 
  private:
   void Run();
@@ -33,6 +37,7 @@ class SimStream final : public Stream {
   uint64_t enqueued_ = 0;
   uint64_t finished_ = 0;
   bool stopping_ = false;
+  std::atomic<int64_t> delay_us_{0};
   std::thread worker_;  // last: starts after the fields above exist
 };
 
@@ -43,6 +48,8 @@ class SimEvent final : public Event {
   SimEvent();
   void Record(SimStream& stream);
   void MakeStreamWait(SimStream& stream);
+  // Blocks the calling host thread until the latest Record has been reached.
+  void Synchronize();
 
  private:
   struct State {

@@ -16,7 +16,9 @@ class StatsCounters {
   void AddSent(zppLink_t link, uint64_t bytes);
   void AddHpzHit() { hpz_hits_.fetch_add(1, std::memory_order_relaxed); }
   void AddHpzMiss() { hpz_misses_.fetch_add(1, std::memory_order_relaxed); }
-  void AddHpzVerifyFailure() { hpz_verify_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void AddHpzVerifyFailures(uint64_t n) {
+    hpz_verify_failures_.fetch_add(n, std::memory_order_relaxed);
+  }
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;

@@ -84,7 +84,9 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
       run.input[rank][i] = held;
     }
 
-    engine::Engine engine(backend, shape, settings, /*fence_enabled=*/true, stats);
+    engine::EngineOptions options;
+    options.settings = settings;
+    engine::Engine engine(backend, shape, options, stats);
     std::unique_ptr<Stream> stream;
     if (backend.CreateStream(&stream) != ncclSuccess) {
       ++failures;

@@ -120,6 +120,15 @@ std::vector<Case> AllCases() {
       {"ZPP_MIN_BYTES", "1.5M", "1048576", true},
   });
   add({
+      {"ZPP_HPZ_MAX_MB", "0", "0", false},
+      {"ZPP_HPZ_MAX_MB", "512", "512", false},
+      {"ZPP_HPZ_MAX_MB", "", "4096", false},
+      {"ZPP_HPZ_MAX_MB", " ", "4096", false},
+      {"ZPP_HPZ_MAX_MB", "-1", "4096", true},
+      {"ZPP_HPZ_MAX_MB", "16777217", "4096", true},
+      {"ZPP_HPZ_MAX_MB", "1G", "4096", true},
+  });
+  add({
       {"ZPP_LOCAL_SIZE", "0", "0", false},
       {"ZPP_LOCAL_SIZE", "8", "8", false},
       {"ZPP_LOCAL_SIZE", "1048576", "1048576", false},
@@ -206,6 +215,7 @@ TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
   EXPECT_EQ(c.block, 256);
   EXPECT_EQ(c.min_bytes, 1 << 20);
   EXPECT_EQ(c.fence, 1);
+  EXPECT_EQ(c.hpz_max_mb, 4096);
   EXPECT_EQ(c.local_size, 0);
   EXPECT_EQ(c.node_id, -1);
   EXPECT_EQ(c.rack_id, "");

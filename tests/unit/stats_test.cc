@@ -19,7 +19,7 @@ TEST(StatsTest, SnapshotReflectsCounters) {
   stats.AddHpzHit();
   stats.AddHpzMiss();
   stats.AddHpzMiss();
-  stats.AddHpzVerifyFailure();
+  stats.AddHpzVerifyFailures(1);
   zppStats_t s{};
   stats.Snapshot(&s);
   EXPECT_EQ(s.calls[zppPathQwz], 1u);

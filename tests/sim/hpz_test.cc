@@ -1,0 +1,146 @@
+// hpZ reuse under contract 7, on a ZeRO-3 training step replayed over the simulated cluster.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "training_step.h"
+
+namespace zpp::test {
+namespace {
+
+plan::Settings Config(bool qwz, bool hpz, bool qgz) {
+  plan::Settings s;
+  s.qwz = qwz;
+  s.hpz = hpz;
+  s.qgz = qgz;
+  s.min_bytes = 0;
+  return s;
+}
+
+TrainingSpec Spec(plan::Settings settings) {
+  TrainingSpec spec;
+  spec.layout = sim::ClusterLayout::Uniform(2, 4);
+  spec.settings = settings;
+  spec.layer_counts = {4096, 1000, 2560, 4096};
+  spec.steps = 5;
+  return spec;
+}
+
+// Inter-node bytes per step, from step 2 on (hpZ reuse is agreed by then), in units of one
+// plain all-gather of the whole model.
+double SteadyRelativeVolume(const TrainingResult& result) {
+  double steady = 0;
+  for (size_t s = 2; s < result.off_node_bytes_per_step.size(); ++s) {
+    steady += result.off_node_bytes_per_step[s];
+  }
+  steady /= static_cast<double>(result.off_node_bytes_per_step.size() - 2);
+  return steady / result.plain_gather_bytes;
+}
+
+TEST(TrainingStepTest, PlainZero3MovesThreeGathersPerStep) {
+  const TrainingResult result = RunTraining(Spec(Config(false, false, false)));
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_DOUBLE_EQ(SteadyRelativeVolume(result), 3.0);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.backward_mismatches, 0);
+}
+
+TEST(TrainingStepTest, ZeroPlusPlusMovesAtMostPoint8) {
+  const TrainingResult result = RunTraining(Spec(Config(true, true, true)));
+  ASSERT_EQ(result.failures, 0);
+  const double volume = SteadyRelativeVolume(result);
+  // int8 weights forward (0.51), hpZ hits backward (0), int4 gradients (0.26), plus the 16-byte
+  // per-rank agreement record each epoch.
+  EXPECT_LE(volume, 0.80);
+  EXPECT_GE(volume, 0.70);
+  EXPECT_GT(result.hits, 0u);
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.backward_mismatches, 0);  // a hit gives the forward gather's bits
+  EXPECT_LE(result.weight_rel_l2, 0.008);
+  EXPECT_LE(result.gradient_rel_l2, 0.16 + 0.008 + 0.01);
+}
+
+TEST(TrainingStepTest, HpzHitsMoveNoInterNodeBytes) {
+  // hpZ alone (unquantized): forward 1 gather, backward hits (0), plain reduce-scatter (1).
+  const TrainingResult result = RunTraining(Spec(Config(false, true, false)));
+  ASSERT_EQ(result.failures, 0);
+  const double volume = SteadyRelativeVolume(result);
+  EXPECT_GT(volume, 2.0);
+  EXPECT_LT(volume, 2.0 + 0.01);         // the agreement record only
+  EXPECT_EQ(result.weight_rel_l2, 0.0);  // lossless and never stale
+  EXPECT_EQ(result.hits, 8u * 4u * 3u);  // every backward gather of steps 2, 3, 4 on all ranks
+}
+
+TEST(HpzMisuseTest, WeightsUpdatedWithoutEpochAdvanceAreCaughtAndNeverStale) {
+  TrainingSpec spec = Spec(Config(false, true, false));
+  spec.advance_epoch_steps = 0;  // the optimizer hook is missing
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits, 0u);
+  EXPECT_GT(result.verify_failures, 0u);  // the would-be reuses saw changed shards
+  EXPECT_EQ(result.weight_rel_l2, 0.0);   // every output exact: no stale weight
+  EXPECT_EQ(result.nan_outputs, 0);
+}
+
+TEST(HpzMisuseTest, EpochAdvanceStoppingAfterReuseStartedIsCaughtAndNeverStale) {
+  TrainingSpec spec = Spec(Config(false, true, false));
+  spec.advance_epoch_steps = 3;
+  spec.steps = 6;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_GT(result.hits, 0u);
+  EXPECT_GT(result.verify_failures, 0u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
+TEST(HpzMisuseTest, SharedInputBufferAcrossLayersIsCaughtAndNeverStale) {
+  TrainingSpec spec = Spec(Config(false, true, false));
+  spec.layer_counts = {2048, 2048, 2048};  // one size: every layer has the same local key
+  spec.buffers = InputBuffers::kShared;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits, 0u);
+  EXPECT_GT(result.verify_failures, 0u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
+TEST(HpzMisuseTest, RanksWhosePointersDifferNeverReuseAndNeverHang) {
+  TrainingSpec spec = Spec(Config(true, true, false));
+  spec.layer_counts = {2048, 2048, 2048};
+  spec.buffers = InputBuffers::kSharedOnRankZero;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits, 0u);
+  EXPECT_EQ(result.backward_mismatches, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+}
+
+TEST(HpzMisuseTest, ShardChangedBeforeAHitGivesNaNNotStaleWeights) {
+  TrainingSpec spec = Spec(Config(false, true, false));
+  spec.tamper_rank = 3;
+  spec.tamper_step = 3;  // reuse is on from step 2
+  spec.steps = 6;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs, 1);  // rank 3's backward gather of layer 0 in step 3
+  EXPECT_GE(result.verify_failures, 1u);
+  // Reuse goes off for good on every rank once the failure is agreed: the record of epoch 3 is
+  // exchanged when epoch 4 starts and read when epoch 5 starts. Steps 2, 3, 4 hit; 5 does not.
+  EXPECT_EQ(result.hits, 8u * 4u * 3u);
+}
+
+TEST(HpzMemoryTest, BoundDropsOldestPartitionsOnEveryRank) {
+  TrainingSpec spec = Spec(Config(false, true, false));
+  spec.layer_counts = {4096, 4096, 4096, 4096};
+  // Room for two secondary partitions (2 nodes x 4096 x 2 bytes each, plus 16, rounded up to
+  // the pool's 32 KiB class): the last two forward layers stay, the first two are dropped.
+  spec.hpz_max_bytes = 2 * 32768;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits, 8u * 2u * 3u);  // two backward hits per step, steps 2..4, all ranks
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
+}  // namespace
+}  // namespace zpp::test
