@@ -1,0 +1,71 @@
+#include "engine/config_agreement.h"
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "config/config.h"
+#include "log/log.h"
+
+namespace zpp::engine {
+namespace {
+
+// The settings every rank must share, in this order on the wire.
+struct Agreed {
+  const char* name;
+  int64_t Config::*value;
+};
+constexpr std::array<Agreed, 10> kAgreed = {{
+    {"ZPP_QWZ", &Config::qwz},
+    {"ZPP_QWZ_BITS", &Config::qwz_bits},
+    {"ZPP_HPZ", &Config::hpz},
+    {"ZPP_QGZ", &Config::qgz},
+    {"ZPP_QGZ_BITS_INTRA", &Config::qgz_bits_intra},
+    {"ZPP_QGZ_BITS_INTER", &Config::qgz_bits_inter},
+    {"ZPP_BLOCK", &Config::block},
+    {"ZPP_MIN_BYTES", &Config::min_bytes},
+    {"ZPP_FENCE", &Config::fence},
+    {"ZPP_HPZ_MAX_MB", &Config::hpz_max_mb},
+}};
+constexpr size_t kRecordBytes = kAgreed.size() * sizeof(int64_t);
+
+}  // namespace
+
+Result AgreeOnConfiguration(Backend& backend, Stream& stream, const Config& config,
+                            ConfigAgreement* out) {
+  const int ranks = backend.world_size();
+  std::array<int64_t, kAgreed.size()> mine{};
+  for (size_t i = 0; i < kAgreed.size(); ++i) mine[i] = config.*kAgreed[i].value;
+  std::unique_ptr<DeviceMemory> send, recv;
+  std::unique_ptr<Event> done;
+  ZPP_CHECK(backend.Allocate(kRecordBytes, &send));
+  ZPP_CHECK(backend.Allocate(kRecordBytes * ranks, &recv));
+  ZPP_CHECK(backend.CreateEvent(&done));
+  ZPP_CHECK(backend.CopyFromHost(send->data(), mine.data(), kRecordBytes, stream));
+  ZPP_CHECK(backend.AllGather(send->data(), recv->data(), kRecordBytes, GroupKind::kWorld, stream));
+  ZPP_CHECK(backend.RecordEvent(*done, stream));
+  std::vector<int64_t> all(kAgreed.size() * ranks);
+  ZPP_CHECK(backend.ReadAfter(*done, all.data(), recv->data(), kRecordBytes * ranks));
+
+  *out = ConfigAgreement{};
+  for (size_t i = 0; i < kAgreed.size() && out->agreed; ++i) {
+    for (int r = 1; r < ranks; ++r) {
+      const int64_t first = all[i];
+      const int64_t other = all[r * kAgreed.size() + i];
+      if (other != first) {
+        out->agreed = false;
+        out->first_difference = std::string(kAgreed[i].name) +
+                                " (rank 0: " + std::to_string(first) + ", rank " +
+                                std::to_string(r) + ": " + std::to_string(other) + ")";
+        break;
+      }
+    }
+  }
+  if (!out->agreed) {
+    ZPP_WARN("ranks run with different zpp settings: %s; this communicator uses plain NCCL",
+             out->first_difference.c_str());
+  }
+  return ncclSuccess;
+}
+
+}  // namespace zpp::engine
