@@ -60,6 +60,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   result.off_node_bytes_per_step.assign(spec.steps, 0);
   std::atomic<uint64_t> hits{0}, failures_reported{0};
   std::atomic<int> failures{0}, mismatches{0}, nans{0};
+  std::atomic<uint64_t> harness_syncs{0};
   ErrorSum weights, gradients;
   sim::SimWorld world(spec.layout);
   world.RunRanks([&](sim::SimBackend& backend) {
@@ -102,6 +103,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
         ++failures;
       }
       backend.Synchronize(*stream);
+      ++harness_syncs;
     };
 
     for (int step = 0; step < spec.steps; ++step) {
@@ -159,6 +161,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
           ++failures;
         }
         backend.Synchronize(*stream);
+        ++harness_syncs;
         double e = 0, r = 0;
         for (size_t i = 0; i < count; ++i) {
           double exact = 0;
@@ -195,6 +198,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   result.backward_mismatches = mismatches;
   result.nan_outputs = nans;
   result.failures = failures;
+  result.engine_host_syncs = world.host_synchronizations() - harness_syncs.load();
   return result;
 }
 

@@ -32,14 +32,15 @@ struct TrainingSpec {
 
 struct TrainingResult {
   std::vector<double> off_node_bytes_per_step;  // rank 0's, per step
-  double plain_gather_bytes = 0;  // rank 0's off-node bytes for one plain gather of the model
-  double weight_rel_l2 = 0;       // gathered weights against the exact ones (all steps)
-  double gradient_rel_l2 = 0;     // reduce-scattered gradients against fp64 sums
-  uint64_t hits = 0;              // over all ranks
-  uint64_t verify_failures = 0;   // reported in the stats, all ranks
-  int backward_mismatches = 0;    // backward outputs not bitwise the forward ones (non-NaN)
-  int nan_outputs = 0;            // all-gather outputs holding NaN
-  int failures = 0;               // non-success results
+  double plain_gather_bytes = 0;   // rank 0's off-node bytes for one plain gather of the model
+  double weight_rel_l2 = 0;        // gathered weights against the exact ones (all steps)
+  double gradient_rel_l2 = 0;      // reduce-scattered gradients against fp64 sums
+  uint64_t hits = 0;               // over all ranks
+  uint64_t verify_failures = 0;    // reported in the stats, all ranks
+  int backward_mismatches = 0;     // backward outputs not bitwise the forward ones (non-NaN)
+  int nan_outputs = 0;             // all-gather outputs holding NaN
+  int failures = 0;                // non-success results
+  uint64_t engine_host_syncs = 0;  // host waits zpp made, all ranks (hpZ: one per epoch)
 };
 
 TrainingResult RunTraining(const TrainingSpec& spec);
