@@ -97,6 +97,11 @@ class Backend {
                                    codec::TensorView output, bool poison, uint32_t* failures,
                                    Stream& stream) = 0;
 
+  // data *= *scalar, element-wise in fp32; the scalar (of data.dtype, in device memory) is read
+  // when the work runs, as NCCL reads an ncclScalarDevice pre-multiplier.
+  virtual Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar,
+                                     Stream& stream) = 0;
+
   // The codec (codec/codec.h) as device work on `stream`; views are device memory.
   virtual Result Quantize(codec::ConstTensorView input, const codec::Format& format,
                           const codec::Rounding& rounding, std::span<std::byte> piece,

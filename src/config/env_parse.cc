@@ -9,12 +9,12 @@
 #include "config/config.h"
 #include "config/env_spec.h"
 #include "log/subsys.h"
+#include "topology/rack_token.h"
 
 namespace zpp::config {
 namespace {
 
 constexpr size_t kMaxPathLength = 4096;
-constexpr size_t kMaxTokenLength = 64;
 
 struct Binding {
   std::string_view name;
@@ -100,11 +100,6 @@ std::optional<int64_t> ParseBytes(std::string_view s, std::string* why) {
   return *base * (int64_t{1} << shift);
 }
 
-bool IsTokenChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == ':' || c == '-';
-}
-
 std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std::string* why) {
   std::optional<int64_t> value;
   switch (spec.kind) {
@@ -157,15 +152,11 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
 
 std::optional<std::string> ParseString(const EnvSpec& spec, std::string_view s, std::string* why) {
   if (spec.kind == Kind::kToken) {
-    if (s.size() > kMaxTokenLength) {
-      *why = "is longer than 64 characters";
+    // The one kind of token zpp reads is a rack id; topology owns what one may look like.
+    const std::string_view problem = topology::RackTokenProblem(s);
+    if (!problem.empty()) {
+      *why = std::string(problem);
       return std::nullopt;
-    }
-    for (char c : s) {
-      if (!IsTokenChar(c)) {
-        *why = "is not a token ([A-Za-z0-9._:-])";
-        return std::nullopt;
-      }
     }
   } else if (s.size() >= kMaxPathLength) {
     *why = "is longer than 4095 characters";

@@ -22,7 +22,10 @@ struct ReduceScatterArgs {
   size_t count = 0;
   ncclDataType_t dtype = ncclFloat32;
   plan::Reduction reduction = plan::Reduction::kSum;
-  float premul = 1.0f;  // the host scalar of a pre-multiplied sum
+  float premul = 1.0f;  // the host scalar of a pre-multiplied sum (ncclScalarHostImmediate)
+  // ncclScalarDevice: one element of `dtype` in device memory, read while the call runs; when
+  // set, `premul` is ignored.
+  const void* premul_device = nullptr;
 };
 
 }  // namespace zpp::engine

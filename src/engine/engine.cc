@@ -69,7 +69,12 @@ Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan
             plan::PlanKindName(plan.kind).data());
   if (chosen != nullptr) *chosen = plan;
   Count(plan, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
-  return RunReduceScatter(plan, args, stream);
+  ZPP_CHECK(RunReduceScatter(plan, args, stream));
+  if (args.reduction == plan::Reduction::kPreMulSum && args.premul_device != nullptr) {
+    ZPP_CHECK(backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
+                                           stream));
+  }
+  return ncclSuccess;
 }
 
 Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {

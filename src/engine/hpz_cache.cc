@@ -21,6 +21,10 @@ static_assert(sizeof(EpochRecord) == 16);
 
 constexpr size_t kFingerprintBytes = 16;  // 8 used; 16 keeps the next buffer aligned
 
+// Where the fill fingerprint sits after a secondary partition: 16-byte aligned, since an
+// unquantized partition of an odd count ends anywhere.
+size_t FingerprintOffset(size_t secondary_bytes) { return (secondary_bytes + 15) & ~size_t{15}; }
+
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
   return h * 0xBF58476D1CE4E5B9ull;
@@ -29,7 +33,8 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 uint64_t* HpzCache::Entry::fingerprint() const {
-  return reinterpret_cast<uint64_t*>(static_cast<std::byte*>(lease.data()) + secondary_bytes);
+  return reinterpret_cast<uint64_t*>(static_cast<std::byte*>(lease.data()) +
+                                     FingerprintOffset(secondary_bytes));
 }
 
 HpzCache::HpzCache(Backend& backend, uint64_t max_bytes, StatsCounters& stats,
@@ -205,7 +210,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   // A fill: the full hierarchical gather, its secondary partition kept when it fits.
   stats_.AddHpzMiss();
   const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
-  const size_t needed = secondary_bytes + kFingerprintBytes;
+  const size_t needed = FingerprintOffset(secondary_bytes) + kFingerprintBytes;
   Entry entry;
   entry.secondary_bytes = secondary_bytes;
   entry.count = args.count;
@@ -222,7 +227,8 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   } else {
     ZPP_CHECK(staging.Take(needed, &area));
   }
-  uint64_t* fill_fingerprint = reinterpret_cast<uint64_t*>(area + secondary_bytes);
+  uint64_t* fill_fingerprint =
+      reinterpret_cast<uint64_t*>(area + FingerprintOffset(secondary_bytes));
   const size_t shard = args.count * plan::DtypeBytes(args.dtype);
   ZPP_CHECK(backend.Fingerprint({static_cast<const std::byte*>(args.send), shard}, fill_fingerprint,
                                 stream));

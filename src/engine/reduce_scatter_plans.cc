@@ -76,7 +76,8 @@ float ScaleAfterSum(const ReduceScatterArgs& args, int ranks) {
     case plan::Reduction::kAvg:
       return 1.0f / static_cast<float>(ranks);
     case plan::Reduction::kPreMulSum:
-      return args.premul;
+      // A device scalar is applied after the plan (Engine), as sum(s x) = s sum(x).
+      return args.premul_device != nullptr ? 1.0f : args.premul;
     default:
       return 1.0f;
   }

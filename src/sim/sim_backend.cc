@@ -270,3 +270,19 @@ Result SimBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fil
 }
 
 }  // namespace zpp::sim
+
+namespace zpp::sim {
+
+Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) {
+  return LaunchChecked(stream, [data, scalar] {
+    float factor = 0;
+    codec::LoadElements(scalar, data.dtype, 0, 1, &factor);
+    std::vector<float> values(data.count);
+    codec::LoadElements(data.data, data.dtype, 0, data.count, values.data());
+    for (float& value : values) value *= factor;
+    codec::StoreElements(data.data, data.dtype, 0, data.count, values.data());
+    return ncclSuccess;
+  });
+}
+
+}  // namespace zpp::sim

@@ -45,6 +45,7 @@ class SimBackend final : public Backend {
                      Stream& stream) override;
   Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
                            bool poison, uint32_t* failures, Stream& stream) override;
+  Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;
   Result Quantize(codec::ConstTensorView input, const codec::Format& format,
                   const codec::Rounding& rounding, std::span<std::byte> piece,
                   Stream& stream) override;

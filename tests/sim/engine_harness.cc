@@ -92,12 +92,16 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
       ++failures;
       return;
     }
+    std::vector<uint8_t> device_scalar(4);  // the sim's device memory is host memory
+    codec::StoreElements(device_scalar.data(), spec.dtype, 0, 1, &spec.premul);
     Result result;
     if (gather) {
       result = engine.AllGather({send, recv, spec.count, spec.dtype}, *stream, &plans[rank]);
     } else {
-      result = engine.ReduceScatter(
-          {send, recv, spec.count, spec.dtype, spec.reduction, spec.premul}, *stream, &plans[rank]);
+      result =
+          engine.ReduceScatter({send, recv, spec.count, spec.dtype, spec.reduction, spec.premul,
+                                spec.premul_on_device ? device_scalar.data() : nullptr},
+                               *stream, &plans[rank]);
     }
     if (result != ncclSuccess) ++failures;
     backend.Synchronize(*stream);

@@ -28,6 +28,7 @@ struct CollectiveSpec {
   ncclDataType_t dtype = ncclFloat32;
   plan::Reduction reduction = plan::Reduction::kSum;
   float premul = 1.0f;
+  bool premul_on_device = false;  // pass `premul` as an ncclScalarDevice
   bool in_place = false;
   uint32_t seed = 1;
 };

@@ -69,9 +69,11 @@ TEST(TrainingStepTest, HpzHitsMoveNoInterNodeBytes) {
   // hpZ alone (unquantized): forward 1 gather, backward hits (0), plain reduce-scatter (1).
   const TrainingResult result = RunTraining(Spec(Config(false, true, false)));
   ASSERT_EQ(result.failures, 0);
-  const double volume = SteadyRelativeVolume(result);
-  EXPECT_GT(volume, 2.0);
-  EXPECT_LT(volume, 2.0 + 0.01);         // the agreement record only
+  // Exactly: forward gather (one plain gather's bytes) + backward hits (0) + plain
+  // reduce-scatter (one) + the 16-byte agreement record sent to the one other node.
+  for (size_t step = 2; step < result.off_node_bytes_per_step.size(); ++step) {
+    EXPECT_EQ(result.off_node_bytes_per_step[step], 2 * result.plain_gather_bytes + 16) << step;
+  }
   EXPECT_EQ(result.weight_rel_l2, 0.0);  // lossless and never stale
   EXPECT_EQ(result.hits, 8u * 4u * 3u);  // every backward gather of steps 2, 3, 4 on all ranks
 }

@@ -1,0 +1,155 @@
+// Google Benchmark of the CPU codec (the reference and the sim backend's codec). Throughput is
+// bytes read plus bytes written per second, the measure the GPU kernels are held to as well.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "codec/codec.h"
+#include "kernels/codec_math.h"
+
+namespace zpp::codec {
+namespace {
+
+constexpr size_t kCount = size_t{1} << 22;  // 16 MiB of fp32: past the caches
+
+ncclDataType_t DtypeOf(int64_t index) {
+  return index == 0 ? ncclFloat32 : index == 1 ? ncclFloat16 : ncclBfloat16;
+}
+size_t ElementBytes(ncclDataType_t dtype) { return dtype == ncclFloat32 ? 4 : 2; }
+
+// 16-byte aligned bytes (std::vector<std::byte> alone promises only operator new's alignment).
+struct AlignedBytes {
+  explicit AlignedBytes(size_t bytes) : storage(bytes + 16) {
+    const auto address = reinterpret_cast<uintptr_t>(storage.data());
+    data = storage.data() + (16 - address % 16) % 16;
+    size = bytes;
+  }
+  std::span<std::byte> Span() { return {data, size}; }
+  std::vector<std::byte> storage;
+  std::byte* data;
+  size_t size;
+};
+
+// Gaussian values in `dtype`.
+AlignedBytes RandomTensor(ncclDataType_t dtype, size_t count, uint64_t seed) {
+  AlignedBytes tensor(count * ElementBytes(dtype));
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < count; ++i) {
+    const float value = normal(generator);
+    if (dtype == ncclFloat32) {
+      std::memcpy(tensor.data + 4 * i, &value, 4);
+    } else {
+      const uint16_t bits = dtype == ncclFloat16 ? FloatToHalf(value) : FloatToBf16(value);
+      std::memcpy(tensor.data + 2 * i, &bits, 2);
+    }
+  }
+  return tensor;
+}
+
+AlignedBytes QuantizedPiece(ncclDataType_t dtype, const Format& format, uint64_t seed) {
+  AlignedBytes input = RandomTensor(dtype, kCount, seed);
+  AlignedBytes piece(PieceBytes(kCount, dtype, format));
+  (void)Quantize({input.data, dtype, kCount}, format, {}, piece.Span());
+  return piece;
+}
+
+// Arguments: dtype (0 fp32, 1 fp16, 2 bf16), bits, rotate.
+void BM_Quantize(benchmark::State& state) {
+  const ncclDataType_t dtype = DtypeOf(state.range(0));
+  const Format format{static_cast<int>(state.range(1)), kDefaultBlock, state.range(2) != 0};
+  AlignedBytes input = RandomTensor(dtype, kCount, 1);
+  AlignedBytes piece(PieceBytes(kCount, dtype, format));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Quantize({input.data, dtype, kCount}, format, {}, piece.Span()));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(input.size + piece.size));
+}
+
+void BM_Dequantize(benchmark::State& state) {
+  const ncclDataType_t dtype = DtypeOf(state.range(0));
+  const Format format{static_cast<int>(state.range(1)), kDefaultBlock, state.range(2) != 0};
+  AlignedBytes piece = QuantizedPiece(dtype, format, 2);
+  AlignedBytes output(kCount * ElementBytes(dtype));
+  const PlacedPiece placed{piece.Span(), 0};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        Dequantize({&placed, 1}, kCount, format, {output.data, dtype, kCount}));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(piece.size + output.size));
+}
+
+// Arguments: bits, rotate, pieces; the output is an fp32 tensor.
+void BM_DequantizeReduce(benchmark::State& state) {
+  const Format format{static_cast<int>(state.range(0)), kDefaultBlock, state.range(1) != 0};
+  std::vector<AlignedBytes> pieces;
+  std::vector<std::span<const std::byte>> spans;
+  for (int64_t j = 0; j < state.range(2); ++j) {
+    pieces.push_back(QuantizedPiece(ncclFloat32, format, 10 + static_cast<uint64_t>(j)));
+  }
+  for (AlignedBytes& piece : pieces) spans.push_back(piece.Span());
+  AlignedBytes output(kCount * 4);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        DequantizeReduce(spans, kCount, format, 1.0f, {output.data, ncclFloat32, kCount}));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(pieces.size() * pieces[0].size + output.size));
+}
+
+// Arguments: bits, rotate, pieces; requantized to the same format.
+void BM_DequantizeReduceRequantize(benchmark::State& state) {
+  const Format format{static_cast<int>(state.range(0)), kDefaultBlock, state.range(1) != 0};
+  std::vector<AlignedBytes> pieces;
+  std::vector<std::span<const std::byte>> spans;
+  for (int64_t j = 0; j < state.range(2); ++j) {
+    pieces.push_back(QuantizedPiece(ncclFloat32, format, 20 + static_cast<uint64_t>(j)));
+  }
+  for (AlignedBytes& piece : pieces) spans.push_back(piece.Span());
+  AlignedBytes out(pieces[0].size);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        DequantizeReduceRequantize(spans, kCount, format, 1.0f, format, {}, out.Span()));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>((pieces.size() + 1) * out.size));
+}
+
+void BM_Fingerprint(benchmark::State& state) {
+  AlignedBytes bytes = RandomTensor(ncclFloat32, kCount, 3);
+  uint64_t fingerprint = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Fingerprint(bytes.Span(), &fingerprint));
+    benchmark::DoNotOptimize(fingerprint);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size));
+}
+
+BENCHMARK(BM_Quantize)
+    ->ArgNames({"dtype", "bits", "rotate"})
+    ->ArgsProduct({{0, 1, 2}, {8, 4}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Dequantize)
+    ->ArgNames({"dtype", "bits", "rotate"})
+    ->ArgsProduct({{0, 1, 2}, {8, 4}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeReduce)
+    ->ArgNames({"bits", "rotate", "pieces"})
+    ->ArgsProduct({{8, 4}, {0, 1}, {4}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeReduceRequantize)
+    ->ArgNames({"bits", "rotate", "pieces"})
+    ->ArgsProduct({{8, 4}, {0, 1}, {4}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fingerprint)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace zpp::codec
+
+BENCHMARK_MAIN();

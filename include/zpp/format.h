@@ -1,0 +1,110 @@
+/* zpp's wire format: the bytes of one quantized piece, as qwZ gathers them and qgZ exchanges them.
+ *
+ * A piece holds `count` elements of a tensor (fp32, fp16 or bf16) quantized symmetrically to int8
+ * or int4 with one fp32 scale per block of `block` consecutive elements. `block` is a power of two
+ * from 32 to 4096; the last block is shorter when `count` is not a multiple of it (tail block).
+ * Offsets below are from the piece's first byte, which must be 16-byte aligned:
+ *
+ *   [0, S)      the scales: blocks = ceil(count / block) IEEE fp32 values, little-endian, the
+ *               scale of block b at byte 4*b; then zero bytes up to S = round_up(4 * blocks, 16).
+ *   [S, S + P)  the payload, element i of the piece in block i / block:
+ *               int8: one byte per element, two's complement, -127..127 (-128 is never written);
+ *               int4: two elements per byte, element 2i in the low nibble and 2i+1 in the high
+ *               nibble, two's complement, -7..7 (-8 is never written);
+ *               then zero bytes up to P = round_up(payload bytes, 16).
+ *
+ * Both regions are multiples of 16 bytes, so pieces laid end to end (a gather's output) all stay
+ * 16-byte aligned, every block's payload starts 16-byte aligned (block >= 32), and the device
+ * reads and writes them with 16-byte vectors. Every byte of a piece, padding included, is a
+ * function of the input: two encoders of the same tensor write the same bytes (hpZ fingerprints
+ * rely on it). The piece carries no header: bits, block and the rotation flag are agreed by all
+ * ranks through the plan, as the element count is.
+ *
+ * Decoding: element = q * scale in fp32 (then the inverse rotation, below), rounded to nearest
+ * even into the output dtype.
+ *   - scale == 0: the block was all zeros (amax 0); every q is 0 and it decodes to +0.
+ *   - scale is NaN (written as 0x7FC00000, its payload all zero): the block held a NaN or an
+ *     infinity. The whole block decodes to NaN (the canonical quiet NaN of the output dtype:
+ *     0x7FC00000, 0x7E00, 0x7FC0). A non-finite input never turns into finite values, and a NaN
+ *     or Inf in one block leaves the other blocks untouched.
+ *   - otherwise scale = max(amax / qmax, 2^-149) (qmax 127 or 7, amax the block's largest |x|
+ *     after the rotation) and q = x / scale rounded to nearest even (or stochastically, which
+ *     rounds up with probability equal to the fraction), clamped to +-qmax. x / scale is taken
+ *     as (x * p) * fp32(1 / (scale * p)), one division per block and none per element, with
+ *     p = 2^64 for scales below 2^-126 (whose reciprocal could overflow) and 1 otherwise. So
+ *     |x - q * scale| <= scale / 2 up to fp32 rounding (< scale when stochastic). The 2^-149
+ *     floor keeps the scale nonzero for blocks of tiny denormals; those round-trip exactly.
+ *
+ * The optional rotation (a flag of the format, for int8 and int4): each complete run of 32
+ * elements of the piece (elements 32j..32j+31; block sizes are multiples of 32, so runs never
+ * cross blocks) is replaced by H32 * (x / 32) before the block's amax and quantization, H32 the
+ * 32-point Hadamard matrix of +-1 entries in Sylvester order; the decoder applies H32 after
+ * scaling (H32 * H32 = 32 I). A trailing run shorter than 32 (only in the tail block) is not
+ * rotated. The rotation spreads an outlier over its run, which cuts int4 error on heavy-tailed
+ * data (SDP4Bit, arXiv 2410.15526).
+ *
+ * zppPieceBytes() is the one size function; the CPU reference and the CUDA kernels both use it. */
+#ifndef ZPP_FORMAT_H_
+#define ZPP_FORMAT_H_
+
+#include <nccl.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define ZPP_FORMAT_FN static inline __host__ __device__
+#else
+#define ZPP_FORMAT_FN static inline
+#endif
+
+#define ZPP_PIECE_ALIGN 16
+#define ZPP_BLOCK_MIN 32
+#define ZPP_BLOCK_MAX 4096
+#define ZPP_ROTATION_POINTS 32
+#define ZPP_INT8_QMAX 127
+#define ZPP_INT4_QMAX 7
+/* The bit pattern of a scale that marks a non-finite block. */
+#define ZPP_NONFINITE_SCALE_BITS 0x7FC00000u
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ZPP_FORMAT_FN uint64_t zppRoundUp16(uint64_t bytes) { return (bytes + 15u) & ~(uint64_t)15u; }
+
+/* 1 when a piece of this dtype, bit width and block size can be encoded, else 0. */
+ZPP_FORMAT_FN int zppFormatValid(ncclDataType_t dtype, int bits, int block) {
+  const int dtype_ok = dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;
+  const int bits_ok = bits == 8 || bits == 4;
+  const int block_ok =
+      block >= ZPP_BLOCK_MIN && block <= ZPP_BLOCK_MAX && (block & (block - 1)) == 0;
+  return dtype_ok && bits_ok && block_ok;
+}
+
+/* Scales in a piece of `count` elements (block must be valid). */
+ZPP_FORMAT_FN uint64_t zppPieceBlocks(uint64_t count, int block) {
+  return (count + (uint64_t)block - 1u) / (uint64_t)block;
+}
+
+/* Bytes of the scale region, padding included: the payload's offset in the piece. */
+ZPP_FORMAT_FN uint64_t zppPieceScaleBytes(uint64_t count, int block) {
+  return zppRoundUp16(4u * zppPieceBlocks(count, block));
+}
+
+/* Bytes of the payload region, padding included. */
+ZPP_FORMAT_FN uint64_t zppPiecePayloadBytes(uint64_t count, int bits) {
+  return zppRoundUp16(bits == 4 ? (count + 1u) / 2u : count);
+}
+
+/* Bytes of a piece: a multiple of 16; 0 for count 0 or an invalid format (zppFormatValid). The
+ * dtype does not change the size (a piece is fp32 scales and integers whatever it was encoded
+ * from); it is an argument so that no caller sizes a piece for a dtype the codec cannot take. */
+ZPP_FORMAT_FN uint64_t zppPieceBytes(uint64_t count, ncclDataType_t dtype, int bits, int block) {
+  if (!zppFormatValid(dtype, bits, block)) return 0;
+  return zppPieceScaleBytes(count, block) + zppPiecePayloadBytes(count, bits);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZPP_FORMAT_H_ */

@@ -1,0 +1,51 @@
+// The codec on the GPU: host-callable launchers of the CUDA kernels, one per operation of the
+// CPU codec (src/codec/codec.h), with the same arguments plus a stream. Views hold device memory.
+// Each call validates as the CPU codec does (ncclInvalidArgument and one WARN), enqueues its
+// kernels on `stream` and returns; nothing allocates, synchronizes or calls back to the host,
+// so every call can be captured in a CUDA graph. A failed launch returns ncclUnhandledCudaError.
+// The output is bitwise equal to the CPU codec's for the same inputs (tests/codec/gpu_*).
+//
+// Speed: tensors whose address (and, when dequantizing, each piece's place in the output) is
+// 16-byte aligned are read and written with 16-byte vectors; others go element by element.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "codec/views.h"
+#include "common/result.h"
+#include "kernels/codec_params.h"
+
+namespace zpp::codec::gpu {
+
+// Pieces one DequantizeReduce* call can sum (their addresses travel as kernel arguments).
+inline constexpr size_t kMaxReducePieces = 128;
+
+// True when a CUDA device is there to run on; otherwise `reason` (if not null) says why. Any
+// failure of cudaGetDeviceCount (no driver, no device) counts as "no device".
+bool DeviceAvailable(std::string* reason);
+
+Result Quantize(ConstTensorView input, const Format& format, const Rounding& rounding,
+                std::span<std::byte> piece, cudaStream_t stream);
+
+Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
+                  TensorView output, cudaStream_t stream);
+
+Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size_t count,
+                        const Format& format, float scale_after_sum, TensorView output,
+                        cudaStream_t stream);
+
+Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pieces, size_t count,
+                                  const Format& format, float scale_after_sum,
+                                  const Format& out_format, const Rounding& rounding,
+                                  std::span<std::byte> out_piece, cudaStream_t stream);
+
+// Writes the fingerprint of `bytes` to *device_fingerprint (8 bytes of device memory).
+Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
+                   cudaStream_t stream);
+
+}  // namespace zpp::codec::gpu

@@ -1,0 +1,115 @@
+// Encoding a chunk into a piece and decoding a chunk from one, on the device: the reference's
+// EncodeRun / DecodeRun (src/codec/block_codec.cc) split across the lanes of a block, with the
+// same per-element functions of kernels/block_math.h.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/codec_math.h"
+#include "kernels/codec_params.h"
+#include "kernels/device/chunk.cuh"
+#include "kernels/device/group_max.cuh"
+
+namespace zpp::codec::device {
+
+// Where a piece of `count` elements keeps its regions (include/zpp/format.h).
+struct PieceGeometry {
+  uint64_t count;
+  uint64_t blocks;
+  uint64_t scale_bytes;    // the payload's offset
+  uint64_t payload_bytes;  // padding included
+  int32_t block;
+};
+
+// Stochastic rounding's stream, keyed once per call on the host (StreamKey).
+struct RoundingStream {
+  bool stochastic;
+  uint64_t stream_key;
+  uint64_t first_block;
+};
+
+// Encodes this lane's chunk (values 0 past the piece's end) at element `first`. Every thread of
+// the thread block calls it (GroupMax); lanes past the end only help with the block's amax. The
+// lane holding a block's first chunk writes its scale; the lane holding the last chunk zeroes
+// the padding of both regions, so every byte of the piece is written exactly once.
+template <int kBits>
+__device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint64_t first,
+                                            const PieceGeometry& geometry,
+                                            const RoundingStream& rounding, uint8_t* piece,
+                                            uint32_t (&warp_max)[kMaxWarpsPerCta]) {
+  uint32_t amax_bits = 0;
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const uint32_t magnitude = MagnitudeBits(values[i]);
+    amax_bits = magnitude > amax_bits ? magnitude : amax_bits;
+  }
+  amax_bits = GroupMax(amax_bits, geometry.block / kChunk, warp_max);
+  if (first >= geometry.count) return;
+
+  constexpr int kQMax = kBits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX;
+  const float scale = BlockScale(amax_bits, kQMax);
+  const uint64_t block_index = first / static_cast<uint64_t>(geometry.block);
+  const uint32_t in_block = static_cast<uint32_t>(first % static_cast<uint64_t>(geometry.block));
+  int q[kChunk] = {};  // a non-finite block's integers stay 0
+  if (AmaxIsFinite(amax_bits)) {
+    const GridMap grid = GridMapOf(scale);
+    if (rounding.stochastic) {
+      const uint64_t key = BlockKey(rounding.stream_key, rounding.first_block + block_index);
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        q[i] = QuantizeStochastic(values[i], grid, kQMax, ElementBits(key, in_block + i));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = QuantizeNearest(values[i], grid, kQMax);
+    }
+  }
+
+  uint8_t* payload = piece + geometry.scale_bytes;
+  uint64_t chunk_end;  // payload bytes written by this lane end here
+  if constexpr (kBits == 8) {
+    uint32_t words[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      words[i / 4] |= (static_cast<uint32_t>(q[i]) & 0xFFu) << (8 * (i % 4));
+    }
+    *reinterpret_cast<uint2*>(payload + first) = make_uint2(words[0], words[1]);
+    chunk_end = first + kChunk;
+  } else {
+    uint32_t word = 0;
+#pragma unroll
+    for (int i = 0; i < kChunk; i += 2) word |= PackInt4Pair(q[i], q[i + 1]) << (4 * i);
+    *reinterpret_cast<uint32_t*>(payload + first / 2) = word;
+    chunk_end = first / 2 + kChunk / 2;
+  }
+  if (in_block == 0) reinterpret_cast<float*>(piece)[block_index] = scale;
+  if (first + kChunk >= geometry.count) {  // the piece's last chunk
+    for (uint64_t byte = chunk_end; byte < geometry.payload_bytes; ++byte) payload[byte] = 0;
+    for (uint64_t byte = 4 * geometry.blocks; byte < geometry.scale_bytes; ++byte) piece[byte] = 0;
+  }
+}
+
+// values = q * scale for the chunk at element `first` (< count), in the piece's domain.
+template <int kBits>
+__device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeometry& geometry,
+                                            uint64_t first, float (&values)[kChunk]) {
+  const float scale =
+      reinterpret_cast<const float*>(piece)[first / static_cast<uint64_t>(geometry.block)];
+  const uint8_t* payload = piece + geometry.scale_bytes;
+  if constexpr (kBits == 8) {
+    const uint2 packed = *reinterpret_cast<const uint2*>(payload + first);
+    const uint32_t words[2] = {packed.x, packed.y};
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      values[i] = DequantizeValue(SignExtendInt8(words[i / 4] >> (8 * (i % 4))), scale);
+    }
+  } else {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(payload + first / 2);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      values[i] = DequantizeValue(SignExtendInt4(word >> (4 * i)), scale);
+    }
+  }
+}
+
+}  // namespace zpp::codec::device

@@ -1,0 +1,84 @@
+// The fingerprint: a grid-stride loop over 16-byte pairs of words, each thread summing its
+// words' hashes, a warp sum, then one 64-bit atomic add per warp. Wrapping addition commutes, so
+// the order the atomics land in cannot change the result (kernels/fingerprint_math.h).
+#include "kernels/codec_kernels.h"
+#include "kernels/codec_math.h"
+#include "kernels/launch_util.h"
+
+namespace zpp::codec::gpu {
+namespace {
+
+// Word `word` of the buffer, little-endian, zero-padded past `bytes`, read byte by byte.
+__device__ __forceinline__ uint64_t LoadWordBytes(const uint8_t* data, uint64_t word,
+                                                  uint64_t bytes) {
+  uint64_t value = 0;
+  for (uint64_t i = 0; i < 8 && 8 * word + i < bytes; ++i) {
+    value |= static_cast<uint64_t>(data[8 * word + i]) << (8 * i);
+  }
+  return value;
+}
+
+template <bool kAligned>
+__global__ void __launch_bounds__(256)
+    FingerprintKernel(const uint8_t* __restrict__ data, uint64_t bytes,
+                      unsigned long long* __restrict__ fingerprint) {
+  const uint64_t full_words = bytes / 8;
+  const uint64_t words = (bytes + 7) / 8;
+  const uint64_t pairs = (words + 1) / 2;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  uint64_t sum = 0;
+  for (uint64_t pair = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; pair < pairs;
+       pair += stride) {
+    const uint64_t word = 2 * pair;
+    if (kAligned && word + 2 <= full_words) {
+      const ulonglong2 both = *reinterpret_cast<const ulonglong2*>(data + 8 * word);
+      sum += FingerprintWord(word, both.x) + FingerprintWord(word + 1, both.y);
+    } else {
+      for (uint64_t w = word; w < word + 2 && w < words; ++w) {
+        sum += FingerprintWord(w, LoadWordBytes(data, w, bytes));
+      }
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+  if (threadIdx.x % 32 == 0) atomicAdd(fingerprint, static_cast<unsigned long long>(sum));
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    atomicAdd(fingerprint, static_cast<unsigned long long>(FingerprintLength(bytes)));
+  }
+}
+
+}  // namespace
+
+Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
+                   cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::Fingerprint";
+  ZPP_CHECK_ARG(device_fingerprint != nullptr, "%s: fingerprint is null", kApi);
+  ZPP_CHECK_ARG(reinterpret_cast<uintptr_t>(device_fingerprint) % 8 == 0,
+                "%s: fingerprint at %p is not 8-byte aligned", kApi,
+                static_cast<void*>(device_fingerprint));
+  ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
+
+  int device = 0;
+  int multiprocessors = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess ||
+      cudaMemsetAsync(device_fingerprint, 0, sizeof(uint64_t), stream) != cudaSuccess) {
+    ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
+    return ncclUnhandledCudaError;
+  }
+  // Enough threads to keep the memory busy, few enough that the atomics stay negligible.
+  const int threads = 256;
+  const uint64_t pairs = (bytes.size() + 15) / 16;
+  const uint64_t wanted = (pairs + threads - 1) / threads;
+  const uint64_t cap = static_cast<uint64_t>(multiprocessors) * 8;
+  const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  auto* out = reinterpret_cast<unsigned long long*>(device_fingerprint);
+  detail::WithBool(detail::Aligned16(data), [&](auto aligned) {
+    FingerprintKernel<decltype(aligned)::value>
+        <<<grid, threads, 0, stream>>>(data, bytes.size(), out);
+  });
+  return detail::CheckLaunch(kApi);
+}
+
+}  // namespace zpp::codec::gpu

@@ -1,0 +1,94 @@
+// Host-side helpers the launchers share: grid shapes, alignment, launch errors, the dispatch of
+// runtime dtype and bit width to kernel template arguments.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/result.h"
+#include "kernels/codec_math.h"
+#include "kernels/codec_params.h"
+#include "kernels/device/chunk.cuh"
+#include "kernels/device/group_max.cuh"
+#include "kernels/device/piece_codec.cuh"
+#include "zpp/format.h"
+
+namespace zpp::codec::gpu::detail {
+
+// A thread block of 256 threads, or of a whole quantization block's lanes when that is more
+// (4096-element blocks: 512 lanes), so a block's amax never leaves its thread block.
+inline int ThreadsFor(int block) {
+  const int lanes = block / device::kChunk;
+  return lanes > 256 ? lanes : 256;
+}
+
+inline unsigned GridFor(uint64_t count, int threads) {
+  const uint64_t chunks = (count + device::kChunk - 1) / device::kChunk;
+  return static_cast<unsigned>((chunks + threads - 1) / threads);
+}
+
+inline bool Aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+inline device::PieceGeometry GeometryOf(uint64_t count, const Format& format) {
+  return device::PieceGeometry{count, zppPieceBlocks(count, format.block),
+                               zppPieceScaleBytes(count, format.block),
+                               zppPiecePayloadBytes(count, format.bits), format.block};
+}
+
+inline device::RoundingStream StreamOf(const Rounding& rounding) {
+  return device::RoundingStream{rounding.stochastic,
+                                StreamKey(rounding.seed, rounding.rank, rounding.epoch),
+                                rounding.first_block};
+}
+
+// ncclSuccess, or one WARN and ncclUnhandledCudaError when the last launch failed.
+inline Result CheckLaunch(const char* api) {
+  const cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess) return ncclSuccess;
+  ZPP_WARN("%s: kernel launch failed: %s", api, cudaGetErrorString(error));
+  return ncclUnhandledCudaError;
+}
+
+template <ncclDataType_t kDtype>
+using DtypeTag = std::integral_constant<ncclDataType_t, kDtype>;
+template <int kBits>
+using BitsTag = std::integral_constant<int, kBits>;
+template <bool kValue>
+using BoolTag = std::integral_constant<bool, kValue>;
+
+// Calls body(DtypeTag) for a validated codec dtype.
+template <typename Body>
+void WithDtype(ncclDataType_t dtype, Body&& body) {
+  if (dtype == ncclFloat32) {
+    body(DtypeTag<ncclFloat32>{});
+  } else if (dtype == ncclFloat16) {
+    body(DtypeTag<ncclFloat16>{});
+  } else {
+    body(DtypeTag<ncclBfloat16>{});
+  }
+}
+
+template <typename Body>
+void WithBits(int bits, Body&& body) {
+  if (bits == 8) {
+    body(BitsTag<8>{});
+  } else {
+    body(BitsTag<4>{});
+  }
+}
+
+template <typename Body>
+void WithBool(bool value, Body&& body) {
+  if (value) {
+    body(BoolTag<true>{});
+  } else {
+    body(BoolTag<false>{});
+  }
+}
+
+}  // namespace zpp::codec::gpu::detail

@@ -1,0 +1,34 @@
+// The reference encoder and decoder of one block (or a run of whole blocks) on fp32 values: the
+// order of operations every kernel reproduces. Quantize and the fused requantize encode with
+// these; Dequantize and the fused reduce decode with these.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/piece_io.h"
+#include "kernels/codec_params.h"
+
+namespace zpp::codec {
+
+// The largest run the reference works on at once: one block of the largest size.
+inline constexpr size_t kMaxRun = 4096;
+
+// Rotates (or rotates back) the complete 32-element runs of values[0, n), where values[0] is
+// an element of the piece at a multiple of 32; a shorter trailing run is left as it is.
+void RotateRunsForward(float* values, size_t n);
+void RotateRunsInverse(float* values, size_t n);
+
+// Encodes values[0, n) into the piece as its elements [first, first + n): first is a block
+// boundary, n <= kMaxRun, and the run holds whole blocks except at the piece's end. `stream_key`
+// is StreamKey(seed, rank, epoch) of `rounding`, computed once per call.
+void EncodeRun(const float* values, uint64_t first, size_t n, const Format& format,
+               const Rounding& rounding, uint64_t stream_key, const PieceLayout& layout,
+               std::byte* piece);
+
+// Decodes the piece's elements [first, first + n) (same rules) to q * scale, still in the
+// piece's domain: the caller rotates back.
+void DecodeRun(const std::byte* piece, const PieceLayout& layout, const Format& format,
+               uint64_t first, size_t n, float* values);
+
+}  // namespace zpp::codec

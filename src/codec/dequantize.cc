@@ -1,0 +1,40 @@
+// Dequantize on the CPU: each piece block by block, decode, rotate back, narrow to the output.
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "codec/block_codec.h"
+#include "codec/codec.h"
+#include "codec/element_io.h"
+#include "codec/validate.h"
+
+namespace zpp::codec {
+
+Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
+                  TensorView output) {
+  constexpr const char* kApi = "codec::Dequantize";
+  ZPP_CHECK(CheckFormat(kApi, output.dtype, format));
+  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK(CheckCount(kApi, count));
+  const PieceLayout layout = PieceLayout::Of(count, format);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string name = "pieces[" + std::to_string(i) + "]";
+    ZPP_CHECK(CheckPiece(kApi, name.c_str(), pieces[i].bytes.data(), pieces[i].bytes.size(),
+                         layout.TotalBytes()));
+    ZPP_CHECK(CheckPlacement(kApi, i, pieces[i].output_offset, count, output.count));
+  }
+
+  const size_t block = static_cast<size_t>(format.block);
+  std::array<float, kMaxRun> values;
+  for (const PlacedPiece& piece : pieces) {
+    for (uint64_t first = 0; first < count; first += block) {
+      const size_t n = std::min<uint64_t>(block, count - first);
+      DecodeRun(piece.bytes.data(), layout, format, first, n, values.data());
+      if (format.rotate) RotateRunsInverse(values.data(), n);
+      StoreElements(output.data, output.dtype, piece.output_offset + first, n, values.data());
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace zpp::codec

@@ -1,0 +1,93 @@
+// The fused dequantize-reduce on the CPU: per run of elements, decode every piece and sum in
+// piece order in fp32, scale, then either narrow to a tensor or encode as a new piece.
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "codec/block_codec.h"
+#include "codec/codec.h"
+#include "codec/element_io.h"
+#include "codec/validate.h"
+#include "kernels/codec_math.h"
+
+namespace zpp::codec {
+namespace {
+
+using Pieces = std::span<const std::span<const std::byte>>;
+
+Result CheckInputs(const char* api, Pieces pieces, size_t count, const Format& format,
+                   float scale_after_sum, const PieceLayout& layout) {
+  ZPP_CHECK(CheckFormat(api, ncclFloat32, format));
+  ZPP_CHECK(CheckCount(api, count));
+  ZPP_CHECK(CheckReduction(api, pieces.size(), scale_after_sum));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string name = "pieces[" + std::to_string(i) + "]";
+    ZPP_CHECK(
+        CheckPiece(api, name.c_str(), pieces[i].data(), pieces[i].size(), layout.TotalBytes()));
+  }
+  return ncclSuccess;
+}
+
+// sum[0, n) = (decode_0 + decode_1 + ... + decode_k-1) * scale_after_sum for elements
+// [first, first + n), the sum started from the first piece's value (not from 0, which would
+// turn -0 into +0) and taken in piece order.
+void SumRun(Pieces pieces, const PieceLayout& layout, const Format& format, uint64_t first,
+            size_t n, float scale_after_sum, float* sum) {
+  std::array<float, kMaxRun> term;
+  DecodeRun(pieces[0].data(), layout, format, first, n, sum);
+  for (size_t j = 1; j < pieces.size(); ++j) {
+    DecodeRun(pieces[j].data(), layout, format, first, n, term.data());
+    for (size_t i = 0; i < n; ++i) sum[i] = sum[i] + term[i];
+  }
+  for (size_t i = 0; i < n; ++i) sum[i] = sum[i] * scale_after_sum;
+}
+
+}  // namespace
+
+Result DequantizeReduce(Pieces pieces, size_t count, const Format& format, float scale_after_sum,
+                        TensorView output) {
+  constexpr const char* kApi = "codec::DequantizeReduce";
+  const PieceLayout layout = PieceLayout::Of(count, format);
+  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
+  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu", kApi,
+                output.count, count);
+
+  const size_t block = static_cast<size_t>(format.block);
+  std::array<float, kMaxRun> sum;
+  for (uint64_t first = 0; first < count; first += block) {
+    const size_t n = std::min<uint64_t>(block, count - first);
+    SumRun(pieces, layout, format, first, n, scale_after_sum, sum.data());
+    if (format.rotate) RotateRunsInverse(sum.data(), n);
+    StoreElements(output.data, output.dtype, first, n, sum.data());
+  }
+  return ncclSuccess;
+}
+
+Result DequantizeReduceRequantize(Pieces pieces, size_t count, const Format& format,
+                                  float scale_after_sum, const Format& out_format,
+                                  const Rounding& rounding, std::span<std::byte> out_piece) {
+  constexpr const char* kApi = "codec::DequantizeReduceRequantize";
+  const PieceLayout layout = PieceLayout::Of(count, format);
+  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  const PieceLayout out_layout = PieceLayout::Of(count, out_format);
+  ZPP_CHECK(
+      CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(), out_layout.TotalBytes()));
+
+  const uint64_t stream_key = StreamKey(rounding.seed, rounding.rank, rounding.epoch);
+  // A run of whole blocks of both formats (powers of two: the larger is a multiple of both).
+  const size_t run = static_cast<size_t>(std::max(format.block, out_format.block));
+  std::array<float, kMaxRun> sum;
+  for (uint64_t first = 0; first < count; first += run) {
+    const size_t n = std::min<uint64_t>(run, count - first);
+    SumRun(pieces, layout, format, first, n, scale_after_sum, sum.data());
+    if (format.rotate && !out_format.rotate) RotateRunsInverse(sum.data(), n);
+    if (!format.rotate && out_format.rotate) RotateRunsForward(sum.data(), n);
+    EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
+  }
+  ZeroPadding(out_piece.data(), out_layout, out_format.bits);
+  return ncclSuccess;
+}
+
+}  // namespace zpp::codec

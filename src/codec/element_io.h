@@ -1,0 +1,47 @@
+// Runs of tensor elements to and from fp32 on the host, for any dtype of the codec. memcpy, not
+// typed loads: a tensor may start at any byte (an element offset into a larger buffer).
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/codec_math.h"
+
+namespace zpp::codec {
+
+inline size_t ElementBytes(ncclDataType_t dtype) { return dtype == ncclFloat32 ? 4 : 2; }
+
+// values[i] = element first + i, widened exactly.
+inline void LoadElements(const void* data, ncclDataType_t dtype, size_t first, size_t n,
+                         float* values) {
+  const auto* bytes = static_cast<const std::byte*>(data) + first * ElementBytes(dtype);
+  if (dtype == ncclFloat32) {
+    std::memcpy(values, bytes, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * i, sizeof bits);
+    values[i] = dtype == ncclFloat16 ? HalfToFloat(bits) : Bf16ToFloat(bits);
+  }
+}
+
+// Element first + i = values[i], rounded to nearest even into the dtype, NaN canonical.
+inline void StoreElements(void* data, ncclDataType_t dtype, size_t first, size_t n,
+                          const float* values) {
+  auto* bytes = static_cast<std::byte*>(data) + first * ElementBytes(dtype);
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == ncclFloat32) {
+      const float value = CanonicalizeNaN(values[i]);
+      std::memcpy(bytes + 4 * i, &value, sizeof value);
+    } else {
+      const uint16_t bits = dtype == ncclFloat16 ? FloatToHalf(values[i]) : FloatToBf16(values[i]);
+      std::memcpy(bytes + 2 * i, &bits, sizeof bits);
+    }
+  }
+}
+
+}  // namespace zpp::codec

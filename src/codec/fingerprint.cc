@@ -1,0 +1,29 @@
+// The fingerprint on the CPU: the serial loop over 8-byte words (kernels/fingerprint_math.h).
+#include <cstring>
+
+#include "codec/codec.h"
+#include "kernels/codec_math.h"
+
+namespace zpp::codec {
+
+Result Fingerprint(std::span<const std::byte> bytes, uint64_t* fingerprint) {
+  constexpr const char* kApi = "codec::Fingerprint";
+  ZPP_CHECK_ARG(fingerprint != nullptr, "%s: fingerprint is null", kApi);
+  ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
+  uint64_t sum = FingerprintLength(bytes.size());
+  const size_t words = bytes.size() / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + 8 * i, sizeof word);
+    sum += FingerprintWord(i, word);
+  }
+  if (const size_t tail = bytes.size() % 8; tail != 0) {
+    uint64_t word = 0;  // the last word, zero-padded
+    std::memcpy(&word, bytes.data() + 8 * words, tail);
+    sum += FingerprintWord(words, word);
+  }
+  *fingerprint = sum;
+  return ncclSuccess;
+}
+
+}  // namespace zpp::codec

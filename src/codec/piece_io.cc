@@ -1,0 +1,69 @@
+#include "codec/piece_io.h"
+
+#include <bit>
+#include <cstring>
+
+#include "kernels/codec_math.h"
+#include "zpp/format.h"
+
+namespace zpp::codec {
+
+static_assert(std::endian::native == std::endian::little, "format.h is little-endian");
+
+PieceLayout PieceLayout::Of(uint64_t count, const Format& format) {
+  PieceLayout layout;
+  layout.count = count;
+  layout.blocks = zppPieceBlocks(count, format.block);
+  layout.scale_bytes = zppPieceScaleBytes(count, format.block);
+  layout.payload_bytes = zppPiecePayloadBytes(count, format.bits);
+  return layout;
+}
+
+float ReadScale(const std::byte* piece, uint64_t block) {
+  float scale;
+  std::memcpy(&scale, piece + 4 * block, sizeof scale);
+  return scale;
+}
+
+void WriteScale(std::byte* piece, uint64_t block, float scale) {
+  std::memcpy(piece + 4 * block, &scale, sizeof scale);
+}
+
+void WriteQuantized(std::byte* piece, const PieceLayout& layout, int bits, uint64_t first, size_t n,
+                    const int* q) {
+  std::byte* payload = piece + layout.scale_bytes;
+  if (bits == 8) {
+    for (size_t i = 0; i < n; ++i) payload[first + i] = static_cast<std::byte>(q[i] & 0xFF);
+    return;
+  }
+  for (size_t i = 0; i < n; i += 2) {
+    const int high = i + 1 < n ? q[i + 1] : 0;
+    payload[(first + i) / 2] = static_cast<std::byte>(PackInt4Pair(q[i], high));
+  }
+}
+
+void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, uint64_t first,
+                   size_t n, int* q) {
+  const std::byte* payload = piece + layout.scale_bytes;
+  if (bits == 8) {
+    for (size_t i = 0; i < n; ++i) q[i] = SignExtendInt8(static_cast<uint32_t>(payload[first + i]));
+    return;
+  }
+  const std::byte* bytes = payload + first / 2;  // first is even
+  for (size_t i = 0; i + 1 < n; i += 2) {
+    const auto byte = static_cast<uint32_t>(bytes[i / 2]);
+    q[i] = SignExtendInt4(byte);
+    q[i + 1] = SignExtendInt4(byte >> 4);
+  }
+  if (n % 2 != 0) q[n - 1] = SignExtendInt4(static_cast<uint32_t>(bytes[n / 2]));
+}
+
+void ZeroPadding(std::byte* piece, const PieceLayout& layout, int bits) {
+  if (layout.count == 0) return;  // an empty piece has no bytes (and may be null)
+  const uint64_t scales_end = 4 * layout.blocks;
+  std::memset(piece + scales_end, 0, layout.scale_bytes - scales_end);
+  const uint64_t payload_end = bits == 4 ? (layout.count + 1) / 2 : layout.count;
+  std::memset(piece + layout.scale_bytes + payload_end, 0, layout.payload_bytes - payload_end);
+}
+
+}  // namespace zpp::codec

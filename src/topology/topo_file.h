@@ -1,0 +1,38 @@
+// The hosts-to-racks file named by ZPP_TOPO_FILE: one "hostname rack" per line, '#' starts a
+// comment, blank lines are skipped. The whole file is rejected on any error, because a file that
+// is wrong in one line may be wrong in others and a wrong rack map is worse than none.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zpp::topology {
+
+struct TopoFileEntry {
+  std::string host;
+  std::string rack;
+  int line = 0;
+};
+
+struct TopoFile {
+  std::vector<TopoFileEntry> entries;
+
+  // The entry of `host`: an exact match first, then by short name (the part before the first
+  // dot) on either side, so "node7" and "node7.cluster.local" find each other. nullptr: absent.
+  const TopoFileEntry* Find(std::string_view host) const;
+};
+
+struct TopoFileParse {
+  std::optional<TopoFile> file;     // set only when there was no error
+  std::vector<std::string> errors;  // "path:line: what", or "path: what" for the whole file
+};
+
+// Pure: parses the contents of a file; `path` only names it in the errors.
+TopoFileParse ParseTopoFile(std::string_view contents, std::string_view path);
+
+// Reads and parses; a missing, unreadable or oversized file is one error naming the path.
+TopoFileParse LoadTopoFile(const std::string& path);
+
+}  // namespace zpp::topology

@@ -1,0 +1,103 @@
+// include/zpp/format.h: the size function against sizes worked out by hand, alignment, and the
+// byte layout a quantized piece really has (scales first, int4 low nibble first).
+#include "zpp/format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "codec/codec.h"
+#include "reference.h"
+
+namespace zpp::codec {
+namespace {
+
+using testing::HostTensor;
+using testing::PieceBuffer;
+
+TEST(FormatTest, SizesWorkedOutByHand) {
+  // 1000 int8 in blocks of 256: 4 scales = 16 bytes; 1000 payload bytes padded to 1008.
+  EXPECT_EQ(zppPieceBytes(1000, ncclFloat32, 8, 256), 16u + 1008u);
+  // 1001 int4 in blocks of 32: 32 scales = 128 bytes; 501 payload bytes padded to 512.
+  EXPECT_EQ(zppPieceBytes(1001, ncclBfloat16, 4, 32), 128u + 512u);
+  // One element: one scale (16 with padding) and one payload byte (16).
+  EXPECT_EQ(zppPieceBytes(1, ncclFloat16, 4, 4096), 32u);
+  EXPECT_EQ(zppPieceBytes(0, ncclFloat32, 8, 256), 0u);
+  // 2^20 int4 in blocks of 256: 4096 scales, 2^19 payload bytes.
+  EXPECT_EQ(zppPieceBytes(1u << 20, ncclFloat32, 4, 256), 16384u + 524288u);
+  EXPECT_EQ(zppPieceScaleBytes(1000, 256), 16u);
+  EXPECT_EQ(zppPiecePayloadBytes(1001, 4), 512u);
+}
+
+TEST(FormatTest, SizeIsAMultipleOf16AndIndependentOfDtype) {
+  for (uint64_t count : {1ull, 7ull, 31ull, 32ull, 33ull, 255ull, 257ull, 4097ull, 123457ull}) {
+    for (int bits : {4, 8}) {
+      for (int block = ZPP_BLOCK_MIN; block <= ZPP_BLOCK_MAX; block *= 2) {
+        const uint64_t bytes = zppPieceBytes(count, ncclFloat32, bits, block);
+        EXPECT_EQ(bytes % ZPP_PIECE_ALIGN, 0u);
+        EXPECT_GE(bytes, 4 * zppPieceBlocks(count, block) + count * bits / 8);
+        EXPECT_EQ(bytes, zppPieceBytes(count, ncclFloat16, bits, block));
+        EXPECT_EQ(bytes, zppPieceBytes(count, ncclBfloat16, bits, block));
+      }
+    }
+  }
+}
+
+TEST(FormatTest, InvalidFormatsHaveNoSize) {
+  EXPECT_EQ(zppPieceBytes(100, ncclInt32, 8, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat64, 8, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 2, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 16), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 8192), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 96), 0u);
+  EXPECT_TRUE(zppFormatValid(ncclBfloat16, 4, 4096));
+  EXPECT_FALSE(zppFormatValid(ncclFloat32, 4, 0));
+}
+
+// Values k * 2^-3 for k = q: the block's amax 7 * 2^-3 gives scale 2^-3 exactly.
+TEST(FormatTest, Int4LayoutIsScalesThenLowNibbleFirst) {
+  const Format format{4, 32, false};
+  const std::vector<int> q = {7, -1, 3, -7, 0, 1, -2, 5};
+  HostTensor input(ncclFloat32, 40);  // one full block and a tail block of 8
+  for (size_t i = 0; i < 40; ++i) input.Set(i, q[i % q.size()] * 0.125);
+  PieceBuffer piece(PieceBytes(40, ncclFloat32, format));
+  ASSERT_EQ(piece.size(), 16u + 32u);  // 2 scales padded to 16, 20 payload bytes padded to 32
+  ASSERT_EQ(Quantize(input.View(), format, {}, piece.Span()), ncclSuccess);
+
+  const std::byte* bytes = piece.data();
+  float scale0;
+  float scale1;
+  std::memcpy(&scale0, bytes, 4);
+  std::memcpy(&scale1, bytes + 4, 4);
+  EXPECT_EQ(scale0, 0.125f);
+  EXPECT_EQ(scale1, 0.125f);
+  for (size_t i = 8; i < 16; ++i) EXPECT_EQ(bytes[i], std::byte{0}) << "scale padding " << i;
+  // Elements 0, 1 = 7, -1: 0x7 in the low nibble, 0xF in the high one.
+  EXPECT_EQ(bytes[16], std::byte{0xF7});
+  EXPECT_EQ(bytes[17], std::byte{0x93});  // 3, -7
+  EXPECT_EQ(bytes[18], std::byte{0x10});  // 0, 1
+  EXPECT_EQ(bytes[19], std::byte{0x5E});  // -2, 5
+  for (size_t i = 16 + 20; i < 48; ++i) EXPECT_EQ(bytes[i], std::byte{0}) << "payload padding";
+}
+
+TEST(FormatTest, Int8LayoutIsOneTwosComplementBytePerElement) {
+  const Format format{8, 32, false};
+  HostTensor input(ncclFloat16, 3);
+  input.Set(0, 127 * 0.5);
+  input.Set(1, -127 * 0.5);
+  input.Set(2, -0.5);
+  PieceBuffer piece(PieceBytes(3, ncclFloat16, format));
+  ASSERT_EQ(piece.size(), 32u);
+  ASSERT_EQ(Quantize(input.View(), format, {}, piece.Span()), ncclSuccess);
+  float scale;
+  std::memcpy(&scale, piece.data(), 4);
+  EXPECT_EQ(scale, 0.5f);
+  EXPECT_EQ(piece.data()[16], std::byte{0x7F});
+  EXPECT_EQ(piece.data()[17], std::byte{0x81});
+  EXPECT_EQ(piece.data()[18], std::byte{0xFF});
+  for (size_t i = 19; i < 32; ++i) EXPECT_EQ(piece.data()[i], std::byte{0});
+}
+
+}  // namespace
+}  // namespace zpp::codec
