@@ -77,6 +77,12 @@ class Backend {
   // lands as piece (my group rank) of its recv.
   virtual Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
                           Stream& stream) = 0;
+  // Point to point within a group (peer is a group rank), matched in call order per pair, as
+  // NCCL's ncclSend/ncclRecv are: the cuda_nccl backend builds all-to-all from them where the
+  // loaded NCCL lacks ncclAlltoAll.
+  virtual Result Send(const void* send, size_t bytes, int peer, GroupKind group,
+                      Stream& stream) = 0;
+  virtual Result Recv(void* recv, size_t bytes, int peer, GroupKind group, Stream& stream) = 0;
   // Plain reduce-scatter of `count` elements per rank (NCCL's layout: rank r gets chunk r),
   // summed in fp32 and multiplied by `scale` (1 for sum, 1/n for avg, the pre-multiplier).
   virtual Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,

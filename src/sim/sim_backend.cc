@@ -286,3 +286,36 @@ Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scala
 }
 
 }  // namespace zpp::sim
+
+namespace zpp::sim {
+
+// A message meets its receive in a two-member rendezvous: member 0 the sender, 1 the receiver.
+Result SimBackend::Send(const void* send, size_t bytes, int peer, GroupKind kind, Stream& stream) {
+  Group& g = group(kind);
+  if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
+  const int to = g.members[peer];
+  const uint64_t sequence = g.sends_to[to]++;
+  world_.CountSent(rank_, world_.layout().LinkBetween(rank_, to), bytes);
+  Rendezvous& pair = world_.PairRendezvous(rank_, to);
+  AsSim(stream).Enqueue([&pair, sequence, send] {
+    pair.Arrive(sequence, 0, send, nullptr);
+    pair.Depart(sequence);  // the receiver has copied: the send buffer may be reused
+  });
+  return ncclSuccess;
+}
+
+Result SimBackend::Recv(void* recv, size_t bytes, int peer, GroupKind kind, Stream& stream) {
+  Group& g = group(kind);
+  if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
+  const int from = g.members[peer];
+  const uint64_t sequence = g.recvs_from[from]++;
+  Rendezvous& pair = world_.PairRendezvous(from, rank_);
+  AsSim(stream).Enqueue([&pair, sequence, recv, bytes] {
+    const Rendezvous::Buffers& both = pair.Arrive(sequence, 1, nullptr, recv);
+    std::memcpy(recv, both.send[0], bytes);
+    pair.Depart(sequence);
+  });
+  return ncclSuccess;
+}
+
+}  // namespace zpp::sim

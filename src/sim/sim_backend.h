@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -37,6 +38,8 @@ class SimBackend final : public Backend {
                    Stream& stream) override;
   Result AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
                   Stream& stream) override;
+  Result Send(const void* send, size_t bytes, int peer, GroupKind group, Stream& stream) override;
+  Result Recv(void* recv, size_t bytes, int peer, GroupKind group, Stream& stream) override;
   Result ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
                        float scale, GroupKind group, Stream& stream) override;
   Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
@@ -73,6 +76,8 @@ class SimBackend final : public Backend {
     std::vector<int> members;  // world ranks
     int my_index = 0;
     uint64_t next_sequence = 0;
+    std::map<int, uint64_t> sends_to;  // per peer world rank: point-to-point call counts
+    std::map<int, uint64_t> recvs_from;
   };
   static constexpr int kGroupKinds = 5;
 

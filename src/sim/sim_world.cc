@@ -51,6 +51,13 @@ Rendezvous& SimWorld::RendezvousOf(GroupKind kind, int first_member) {
   return *slot;
 }
 
+Rendezvous& SimWorld::PairRendezvous(int from, int to) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = pairs_[{from, to}];
+  if (!slot) slot = std::make_unique<Rendezvous>(2);
+  return *slot;
+}
+
 void SimWorld::CountSent(int rank, zppLink_t link, uint64_t bytes) {
   sent_[rank][link].fetch_add(bytes, std::memory_order_relaxed);
 }

@@ -38,6 +38,8 @@ class SimWorld {
 
   // Internal to the sim backend.
   Rendezvous& RendezvousOf(GroupKind kind, int first_member);
+  // The two-member meeting point of the `sequence`-th message from `from` to `to`.
+  Rendezvous& PairRendezvous(int from, int to);
   void CountSent(int rank, zppLink_t link, uint64_t bytes);
   void CountHostSync() { host_syncs_.fetch_add(1); }
 
@@ -47,6 +49,7 @@ class SimWorld {
   std::atomic<uint64_t> host_syncs_{0};
   std::mutex mutex_;
   std::map<std::pair<GroupKind, int>, std::unique_ptr<Rendezvous>> rendezvous_;
+  std::map<std::pair<int, int>, std::unique_ptr<Rendezvous>> pairs_;
 };
 
 }  // namespace zpp::sim

@@ -165,3 +165,41 @@ TEST(SimEventTest, WaitOnUnrecordedEventIsSatisfied) {
 
 }  // namespace
 }  // namespace zpp::sim
+
+namespace zpp::sim {
+namespace {
+
+// A ring of sends and receives on each node, in both directions, on one stream per rank: every
+// receive gets its peer's message, matched in order, and the bytes are counted per link.
+TEST(SimBackendTest, SendRecvMatchInOrderPerPair) {
+  SimWorld world(ClusterLayout::Uniform(2, 2));
+  std::atomic<int> failures{0};
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> send_stream, recv_stream;
+    ASSERT_EQ(backend.CreateStream(&send_stream), ncclSuccess);
+    ASSERT_EQ(backend.CreateStream(&recv_stream), ncclSuccess);
+    const int n = backend.world_size();
+    const int next = (backend.rank() + 1) % n;
+    const int previous = (backend.rank() + n - 1) % n;
+    std::vector<int> first = {backend.rank(), 1}, second = {backend.rank(), 2};
+    std::vector<int> got_first(2, -1), got_second(2, -1);
+    ASSERT_EQ(backend.Send(first.data(), 8, next, GroupKind::kWorld, *send_stream), ncclSuccess);
+    ASSERT_EQ(backend.Send(second.data(), 8, next, GroupKind::kWorld, *send_stream), ncclSuccess);
+    ASSERT_EQ(backend.Recv(got_first.data(), 8, previous, GroupKind::kWorld, *recv_stream),
+              ncclSuccess);
+    ASSERT_EQ(backend.Recv(got_second.data(), 8, previous, GroupKind::kWorld, *recv_stream),
+              ncclSuccess);
+    EXPECT_EQ(backend.Send(first.data(), 8, n, GroupKind::kWorld, *send_stream),
+              ncclInvalidArgument);
+    backend.Synchronize(*send_stream);
+    backend.Synchronize(*recv_stream);
+    if (got_first != std::vector<int>{previous, 1}) ++failures;
+    if (got_second != std::vector<int>{previous, 2}) ++failures;
+  });
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(world.SentBytes(0, zppLinkIntraNode), 16u);  // rank 0 -> 1, same node
+  EXPECT_EQ(world.SentBytes(1, zppLinkInterNode), 16u);  // rank 1 -> 2, other node
+}
+
+}  // namespace
+}  // namespace zpp::sim
