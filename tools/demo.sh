@@ -16,6 +16,14 @@ echo
 echo "== zpp configuration taken from this environment (build/bin/zpp-env)"
 "$build/bin/zpp-env"
 
+echo
+echo "== how zpp groups a simulated 2-node x 4-GPU cluster (build/bin/zpp-topo)"
+"$build/bin/zpp-topo" --ranks 8 --local-size 4
+
+echo
+echo "== codec error per block size, CPU reference (build/bin/zpp-codec-sweep)"
+"$build/bin/zpp-codec-sweep" --count 262144
+
 if [[ -x "$build/bin/zpp-bench" ]]; then
   if ((have_gpu)); then
     exec bash tools/gpu-check.sh "$build"
