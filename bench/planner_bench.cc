@@ -23,39 +23,29 @@ Settings ZeroPlusPlus() {
   return s;
 }
 
-void BM_PlanAllGather(benchmark::State& state) {
+// Plans `call` over and over, its count flipping between two values (and hpZ between hit and
+// miss) so that nothing is hoisted out of the loop.
+void PlanRepeatedly(benchmark::State& state, Call call) {
   const Shape shape = TwoLevel(48, 8);
   const Settings settings = ZeroPlusPlus();
-  uint64_t count = 1 << 20;
   for (auto _ : state) {
-    const Call call{CollectiveOp::kAllGather, count, ncclBfloat16, Reduction::kNone};
-    benchmark::DoNotOptimize(MakePlan(call, shape, settings, HpzState{(count & 1) != 0}));
-    count ^= 1;  // alternate hit and miss, defeat hoisting
+    benchmark::DoNotOptimize(MakePlan(call, shape, settings, HpzState{(call.count & 1) != 0}));
+    call.count ^= 1;
   }
+}
+
+void BM_PlanAllGather(benchmark::State& state) {
+  PlanRepeatedly(state, {CollectiveOp::kAllGather, 1 << 20, ncclBfloat16, Reduction::kNone});
 }
 BENCHMARK(BM_PlanAllGather);
 
 void BM_PlanReduceScatter(benchmark::State& state) {
-  const Shape shape = TwoLevel(48, 8);
-  const Settings settings = ZeroPlusPlus();
-  uint64_t count = 1 << 20;
-  for (auto _ : state) {
-    const Call call{CollectiveOp::kReduceScatter, count, ncclBfloat16, Reduction::kAvg};
-    benchmark::DoNotOptimize(MakePlan(call, shape, settings, HpzState{}));
-    count ^= 1;
-  }
+  PlanRepeatedly(state, {CollectiveOp::kReduceScatter, 1 << 20, ncclBfloat16, Reduction::kAvg});
 }
 BENCHMARK(BM_PlanReduceScatter);
 
 void BM_PlanPassThrough(benchmark::State& state) {
-  const Shape shape = TwoLevel(48, 8);
-  const Settings settings = ZeroPlusPlus();
-  uint64_t count = 1000;
-  for (auto _ : state) {
-    const Call call{CollectiveOp::kAllGather, count, ncclInt32, Reduction::kNone};
-    benchmark::DoNotOptimize(MakePlan(call, shape, settings, HpzState{}));
-    count ^= 1;
-  }
+  PlanRepeatedly(state, {CollectiveOp::kAllGather, 1000, ncclInt32, Reduction::kNone});
 }
 BENCHMARK(BM_PlanPassThrough);
 

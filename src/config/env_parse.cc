@@ -170,11 +170,7 @@ std::optional<std::string> ParseString(const EnvSpec& spec, std::string_view s, 
 
 }  // namespace
 
-std::string DefaultText(std::string_view name) {
-  const EnvSpec* spec = FindEnvSpec(name);
-  if (spec == nullptr) return "";
-  return Config{}.ValueText(name);
-}
+std::string DefaultText(std::string_view name) { return Config{}.ValueText(name); }
 
 ParseResult ParseEnvironment(const EnvLookup& lookup) {
   ParseResult result;

@@ -49,7 +49,9 @@ Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* 
   const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
   ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
-  if (plan.kind == plan::PlanKind::kHierarchicalAllGather && hpz_) {
+  // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
+  // cache decides between the fill and the intra-node-only hit.
+  if (plan.kind == plan::PlanKind::kHierarchicalAllGather) {
     PlanContext context{backend_, pool_, stream};
     plan::Plan ran = plan;
     const Result result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
@@ -82,14 +84,6 @@ Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, S
   switch (plan.kind) {
     case plan::PlanKind::kQwzFlatAllGather:
       return RunQwzFlatAllGather(context, plan, args);
-    case plan::PlanKind::kHierarchicalAllGather: {
-      // Without an hpZ cache the secondary partition lives for this call only.
-      Staging staging(context);
-      std::byte* secondary = nullptr;
-      ZPP_CHECK(staging.Take(SecondaryPartitionBytes(backend_, plan, args), &secondary));
-      ZPP_CHECK(RunHierarchicalAllGather(context, plan, args, secondary));
-      return staging.Finish();
-    }
     default:
       return backend_.AllGather(args.send, args.recv, args.count * NcclTypeBytes(args.dtype),
                                 GroupKind::kWorld, stream);

@@ -10,10 +10,6 @@ namespace {
 
 using Pieces = std::vector<std::span<const std::byte>>;
 
-codec::Format FormatOf(const plan::Plan& plan, int bits) {
-  return codec::Format{bits, plan.block, /*rotate=*/false};
-}
-
 // Quantizes chunk `chunk` of the input into `piece`.
 Result QuantizeChunk(PlanContext& context, const ReduceScatterArgs& args, size_t chunk,
                      const codec::Format& format, std::byte* piece, size_t piece_bytes) {
@@ -69,6 +65,41 @@ Result ReduceRequantize(PlanContext& context, const std::byte* received, int loc
   return ncclSuccess;
 }
 
+// One quantization level of a plan: its format and the bytes of one chunk's piece.
+struct Level {
+  codec::Format format;
+  size_t piece = 0;
+};
+
+Level LevelOf(const plan::Plan& plan, int bits, const ReduceScatterArgs& args) {
+  const codec::Format format{bits, plan.block, /*rotate=*/false};
+  return {format, codec::PieceBytes(args.count, args.dtype, format)};
+}
+
+// The hierarchical plans' first two stages: the intra-node exchange (see IntraNodeExchange),
+// then each destination's sum over this node, requantized at `inter` into node_sums[d].
+template <typename ChunkOf>
+Result NodeSums(PlanContext& context, const ReduceScatterArgs& args, const Level& intra,
+                const Level& inter, int destinations, ChunkOf chunk_of, Staging& staging,
+                std::byte** node_sums) {
+  const int locals = context.backend.GroupSize(GroupKind::kIntraNode);
+  std::byte* received = nullptr;
+  ZPP_CHECK(
+      IntraNodeExchange(context, args, intra.format, destinations, chunk_of, staging, &received));
+  ZPP_CHECK(staging.Take(inter.piece * destinations, node_sums));
+  return ReduceRequantize(context, received, locals, destinations, args.count, intra.format,
+                          intra.piece, inter.format, *node_sums, inter.piece);
+}
+
+// The last stage of every plan: the `peers` pieces received for this rank's chunk, summed,
+// scaled for the op, into the output.
+Result SumInto(PlanContext& context, const ReduceScatterArgs& args, const std::byte* received,
+               int peers, const Level& level, int ranks) {
+  return context.backend.DequantizeReduce(PieceList(received, level.piece, peers, 1), args.count,
+                                          level.format, ScaleAfterSum(args, ranks),
+                                          {args.recv, args.dtype, args.count}, context.stream);
+}
+
 }  // namespace
 
 float ScaleAfterSum(const ReduceScatterArgs& args, int ranks) {
@@ -85,22 +116,19 @@ float ScaleAfterSum(const ReduceScatterArgs& args, int ranks) {
 
 Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,
                                const ReduceScatterArgs& args) {
-  Backend& backend = context.backend;
-  const int ranks = backend.GroupSize(GroupKind::kWorld);
-  const codec::Format format = FormatOf(plan, plan.bits_inter);
-  const size_t piece = codec::PieceBytes(args.count, args.dtype, format);
+  const int ranks = context.backend.GroupSize(GroupKind::kWorld);
+  const Level level = LevelOf(plan, plan.bits_inter, args);
   Staging staging(context);
   std::byte* send = nullptr;
   std::byte* received = nullptr;
-  ZPP_CHECK(staging.Take(piece * ranks, &send));
-  ZPP_CHECK(staging.Take(piece * ranks, &received));
+  ZPP_CHECK(staging.Take(level.piece * ranks, &send));
+  ZPP_CHECK(staging.Take(level.piece * ranks, &received));
   for (int r = 0; r < ranks; ++r) {
-    ZPP_CHECK(QuantizeChunk(context, args, r, format, send + r * piece, piece));
+    ZPP_CHECK(QuantizeChunk(context, args, r, level.format, send + r * level.piece, level.piece));
   }
-  ZPP_CHECK(backend.AllToAll(send, received, piece, GroupKind::kWorld, context.stream));
-  ZPP_CHECK(backend.DequantizeReduce(PieceList(received, piece, ranks, 1), args.count, format,
-                                     ScaleAfterSum(args, ranks),
-                                     {args.recv, args.dtype, args.count}, context.stream));
+  ZPP_CHECK(
+      context.backend.AllToAll(send, received, level.piece, GroupKind::kWorld, context.stream));
+  ZPP_CHECK(SumInto(context, args, received, ranks, level, ranks));
   return staging.Finish();
 }
 
@@ -109,27 +137,20 @@ Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& p
   Backend& backend = context.backend;
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int locals = backend.GroupSize(GroupKind::kIntraNode);
-  const codec::Format intra = FormatOf(plan, plan.bits_intra);
-  const codec::Format inter = FormatOf(plan, plan.bits_inter);
-  const size_t intra_piece = codec::PieceBytes(args.count, args.dtype, intra);
-  const size_t inter_piece = codec::PieceBytes(args.count, args.dtype, inter);
+  const Level intra = LevelOf(plan, plan.bits_intra, args);
+  const Level inter = LevelOf(plan, plan.bits_inter, args);
   Staging staging(context);
-  std::byte* received = nullptr;
-  ZPP_CHECK(IntraNodeExchange(
-      context, args, intra, nodes,
-      [&](int local, int node) { return static_cast<size_t>(node * locals + local); }, staging,
-      &received));
   std::byte* node_sums = nullptr;
+  ZPP_CHECK(NodeSums(
+      context, args, intra, inter, nodes,
+      [&](int local, int node) { return static_cast<size_t>(node * locals + local); }, staging,
+      &node_sums));
+  // One node sum to each node: remote_sums[node] is that node's sum for this rank's chunk.
   std::byte* remote_sums = nullptr;
-  ZPP_CHECK(staging.Take(inter_piece * nodes, &node_sums));
-  ZPP_CHECK(staging.Take(inter_piece * nodes, &remote_sums));
-  ZPP_CHECK(ReduceRequantize(context, received, locals, nodes, args.count, intra, intra_piece,
-                             inter, node_sums, inter_piece));
+  ZPP_CHECK(staging.Take(inter.piece * nodes, &remote_sums));
   ZPP_CHECK(
-      backend.AllToAll(node_sums, remote_sums, inter_piece, GroupKind::kInterNode, context.stream));
-  ZPP_CHECK(backend.DequantizeReduce(PieceList(remote_sums, inter_piece, nodes, 1), args.count,
-                                     inter, ScaleAfterSum(args, nodes * locals),
-                                     {args.recv, args.dtype, args.count}, context.stream));
+      backend.AllToAll(node_sums, remote_sums, inter.piece, GroupKind::kInterNode, context.stream));
+  ZPP_CHECK(SumInto(context, args, remote_sums, nodes, inter, nodes * locals));
   return staging.Finish();
 }
 
@@ -140,44 +161,36 @@ Result RunQgzThreeLevelReduceScatter(PlanContext& context, const plan::Plan& pla
   const int nodes_per_rack = backend.GroupSize(GroupKind::kIntraRack);
   const int racks = backend.GroupSize(GroupKind::kInterRack);
   const int nodes = nodes_per_rack * racks;
-  const codec::Format intra = FormatOf(plan, plan.bits_intra);
-  const codec::Format inter = FormatOf(plan, plan.bits_inter);
-  const size_t intra_piece = codec::PieceBytes(args.count, args.dtype, intra);
-  const size_t inter_piece = codec::PieceBytes(args.count, args.dtype, inter);
+  const Level intra = LevelOf(plan, plan.bits_intra, args);
+  const Level inter = LevelOf(plan, plan.bits_inter, args);
   Staging staging(context);
   // Stage 1: destinations are all nodes, ordered node-in-rack major so that stage 2 sends
   // contiguous runs: destination d = position x racks + rack, node = rack x per_rack + position.
-  std::byte* received = nullptr;
-  ZPP_CHECK(IntraNodeExchange(
-      context, args, intra, nodes,
+  std::byte* node_sums = nullptr;
+  ZPP_CHECK(NodeSums(
+      context, args, intra, inter, nodes,
       [&](int local, int d) {
         const int position = d / racks;
         const int rack = d % racks;
         return static_cast<size_t>((rack * nodes_per_rack + position) * locals + local);
       },
-      staging, &received));
-  std::byte* node_sums = nullptr;
-  std::byte* rack_received = nullptr;
-  ZPP_CHECK(staging.Take(inter_piece * nodes, &node_sums));
-  ZPP_CHECK(staging.Take(inter_piece * nodes, &rack_received));
-  ZPP_CHECK(ReduceRequantize(context, received, locals, nodes, args.count, intra, intra_piece,
-                             inter, node_sums, inter_piece));
+      staging, &node_sums));
   // Stage 2: to the node at each position of this rack, the sums for that position in every
   // rack. rack_received[position][rack] is then that node's sum for (rack, my position).
-  ZPP_CHECK(backend.AllToAll(node_sums, rack_received, inter_piece * racks, GroupKind::kIntraRack,
+  std::byte* rack_received = nullptr;
+  ZPP_CHECK(staging.Take(inter.piece * nodes, &rack_received));
+  ZPP_CHECK(backend.AllToAll(node_sums, rack_received, inter.piece * racks, GroupKind::kIntraRack,
                              context.stream));
   std::byte* rack_sums = nullptr;
   std::byte* remote_sums = nullptr;
-  ZPP_CHECK(staging.Take(inter_piece * racks, &rack_sums));
-  ZPP_CHECK(staging.Take(inter_piece * racks, &remote_sums));
-  ZPP_CHECK(ReduceRequantize(context, rack_received, nodes_per_rack, racks, args.count, inter,
-                             inter_piece, inter, rack_sums, inter_piece));
+  ZPP_CHECK(staging.Take(inter.piece * racks, &rack_sums));
+  ZPP_CHECK(staging.Take(inter.piece * racks, &remote_sums));
+  ZPP_CHECK(ReduceRequantize(context, rack_received, nodes_per_rack, racks, args.count,
+                             inter.format, inter.piece, inter.format, rack_sums, inter.piece));
   // Stage 3: one rack sum to each rack.
   ZPP_CHECK(
-      backend.AllToAll(rack_sums, remote_sums, inter_piece, GroupKind::kInterRack, context.stream));
-  ZPP_CHECK(backend.DequantizeReduce(PieceList(remote_sums, inter_piece, racks, 1), args.count,
-                                     inter, ScaleAfterSum(args, nodes * locals),
-                                     {args.recv, args.dtype, args.count}, context.stream));
+      backend.AllToAll(rack_sums, remote_sums, inter.piece, GroupKind::kInterRack, context.stream));
+  ZPP_CHECK(SumInto(context, args, remote_sums, racks, inter, nodes * locals));
   return staging.Finish();
 }
 

@@ -9,28 +9,28 @@ uint64_t EpochFence::epoch() const {
   return epoch_;
 }
 
-// Records on `stream`'s own event in `events`, reusing it if that stream has one already: an
-// event's latest record is what waits see, so one event per stream is enough.
-Result EpochFence::RecordOn(Stream& stream, std::vector<StreamEvent>& events) {
-  for (StreamEvent& entry : events) {
+Result EpochFence::WaitFor(Stream& stream, const StreamEvent& use) {
+  if (use.event == nullptr || use.stream == &stream) return ncclSuccess;  // stream order suffices
+  return backend_.StreamWaitEvent(stream, *use.event);
+}
+
+// Records the end of a read on `stream`'s own event, made on its first read.
+Result EpochFence::RecordRead(Stream& stream) {
+  for (StreamEvent& entry : reads_) {
     if (entry.stream == &stream) return backend_.RecordEvent(*entry.event, stream);
   }
   StreamEvent entry{&stream, nullptr};
   ZPP_CHECK(backend_.CreateEvent(&entry.event));
   ZPP_CHECK(backend_.RecordEvent(*entry.event, stream));
-  events.push_back(std::move(entry));
+  reads_.push_back(std::move(entry));
   return ncclSuccess;
 }
 
 Result EpochFence::BeginWrite(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return ncclSuccess;
-  for (StreamEvent& entry : last_write_) {
-    if (entry.stream != &stream) ZPP_CHECK(backend_.StreamWaitEvent(stream, *entry.event));
-  }
-  for (StreamEvent& entry : reads_) {
-    if (entry.stream != &stream) ZPP_CHECK(backend_.StreamWaitEvent(stream, *entry.event));
-  }
+  ZPP_CHECK(WaitFor(stream, last_write_));
+  for (const StreamEvent& read : reads_) ZPP_CHECK(WaitFor(stream, read));
   return ncclSuccess;
 }
 
@@ -40,23 +40,21 @@ Result EpochFence::EndWrite(Stream& stream) {
   if (!enabled_) return ncclSuccess;
   // The new write follows every earlier use, so they need no more waiting on.
   reads_.clear();
-  if (!last_write_.empty() && last_write_.front().stream != &stream) last_write_.clear();
-  return RecordOn(stream, last_write_);
+  if (last_write_.event == nullptr) ZPP_CHECK(backend_.CreateEvent(&last_write_.event));
+  last_write_.stream = &stream;
+  return backend_.RecordEvent(*last_write_.event, stream);
 }
 
 Result EpochFence::BeginRead(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return ncclSuccess;
-  for (StreamEvent& entry : last_write_) {
-    if (entry.stream != &stream) ZPP_CHECK(backend_.StreamWaitEvent(stream, *entry.event));
-  }
-  return ncclSuccess;
+  return WaitFor(stream, last_write_);
 }
 
 Result EpochFence::EndRead(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return ncclSuccess;
-  return RecordOn(stream, reads_);
+  return RecordRead(stream);
 }
 
 }  // namespace zpp

@@ -37,14 +37,17 @@ class EpochFence {
     Stream* stream;
     std::unique_ptr<Event> event;
   };
-  Result RecordOn(Stream& stream, std::vector<StreamEvent>& events);
+  Result RecordRead(Stream& stream);
+  Result WaitFor(Stream& stream, const StreamEvent& use);
 
   Backend& backend_;
   const bool enabled_;
   mutable std::mutex mutex_;
   uint64_t epoch_ = 0;
-  std::vector<StreamEvent> last_write_;  // at most one: the stream of the latest write
-  std::vector<StreamEvent> reads_;       // one per stream that read since that write
+  // The end of the latest write. One event serves whatever stream wrote: waits see an event's
+  // latest record. Readers each need their own, since several may be in flight at once.
+  StreamEvent last_write_{nullptr, nullptr};
+  std::vector<StreamEvent> reads_;  // one per stream that read since that write
 };
 
 }  // namespace zpp

@@ -1,5 +1,6 @@
 #include "plan/planner.h"
 
+#include "common/nccl_types.h"
 #include "config/config.h"
 #include "zpp/format.h"
 
@@ -111,15 +112,8 @@ std::string_view PlanKindName(PlanKind kind) {
 }
 
 size_t DtypeBytes(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclFloat32:
-      return 4;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    default:
-      return 0;
-  }
+  const bool codec_dtype = dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;
+  return codec_dtype ? NcclTypeBytes(dtype) : 0;
 }
 
 Plan MakePlan(const Call& call, const Shape& shape, const Settings& settings, const HpzState& hpz) {

@@ -1,6 +1,11 @@
 #include "sim/cluster_layout.h"
 
 #include <algorithm>
+#include <string>
+
+#include "topology/grouping.h"
+#include "topology/plan_shape.h"
+#include "topology/rank_record.h"
 
 namespace zpp::sim {
 
@@ -73,6 +78,19 @@ std::vector<int> ClusterLayout::GroupOf(int rank, GroupKind kind) const {
                      [&](int a, int b) { return node_of_rank[a] < node_of_rank[b]; });
   }
   return members;
+}
+
+plan::Shape ShapeOf(const ClusterLayout& layout) {
+  std::vector<topology::RankRecord> records;
+  records.reserve(layout.node_of_rank.size());
+  for (int node : layout.node_of_rank) {
+    topology::RankRecordInputs inputs;
+    inputs.host.name = "sim-node" + std::to_string(node);
+    inputs.host.hash = topology::Fnv1a64(inputs.host.name);
+    inputs.rack = {"rack" + std::to_string(layout.rack_of_node[node]), topology::RackSource::kEnv};
+    records.push_back(topology::MakeRankRecord(inputs, topology::LocalPicture{}));
+  }
+  return topology::ShapeOf(topology::BuildTopology(records));
 }
 
 }  // namespace zpp::sim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "plan/plan.h"
 #include "zpp/zpp.h"
 
 namespace zpp::sim {
@@ -25,5 +26,10 @@ struct ClusterLayout {
   // The members (world ranks, in order) of `rank`'s group of `kind`.
   std::vector<int> GroupOf(int rank, GroupKind kind) const;
 };
+
+// The planner's view of a simulated cluster: the records its ranks would exchange (host
+// "sim-node<n>", rack "rack<r>") through the same grouping the plugin uses, so uneven or
+// interleaved layouts lose their hierarchy exactly as they would on a real cluster.
+plan::Shape ShapeOf(const ClusterLayout& layout);
 
 }  // namespace zpp::sim

@@ -89,23 +89,26 @@ void SimBackend::Synchronize(Stream& stream) {
   AsSim(stream).Synchronize();
 }
 
+// Counted as NCCL's rings move a collective: this rank's piece enters every other node of the
+// group once, then spreads to the other members of each node.
+void SimBackend::CountRing(const Group& g, uint64_t piece_bytes) {
+  std::set<int> other_nodes;
+  const ClusterLayout& layout = world_.layout();
+  for (int member : g.members) {
+    const int node = layout.node_of_rank[member];
+    if (node != layout.node_of_rank[rank_] && other_nodes.insert(node).second) {
+      world_.CountSent(rank_, layout.LinkBetween(rank_, member), piece_bytes);
+    }
+  }
+  world_.CountSent(rank_, zppLinkIntraNode,
+                   (g.members.size() - 1 - other_nodes.size()) * piece_bytes);
+}
+
 Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind kind,
                              Stream& stream) {
   Group& g = group(kind);
   const uint64_t sequence = g.next_sequence++;
-  // Counted as NCCL's rings move it: this rank's piece enters every other node of the group
-  // once, then spreads to the other members of each node.
-  std::set<int> other_nodes;
-  const ClusterLayout& layout = world_.layout();
-  for (int member : g.members) {
-    if (layout.node_of_rank[member] != layout.node_of_rank[rank_]) {
-      if (other_nodes.insert(layout.node_of_rank[member]).second) {
-        world_.CountSent(rank_, layout.LinkBetween(rank_, member), bytes);
-      }
-    }
-  }
-  const uint64_t spread = (g.members.size() - 1 - other_nodes.size()) * bytes;
-  world_.CountSent(rank_, zppLinkIntraNode, spread);
+  CountRing(g, bytes);
 
   Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
   const int me = g.my_index;
@@ -166,17 +169,7 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   Group& g = group(kind);
   const uint64_t sequence = g.next_sequence++;
   const size_t chunk_bytes = count * codec::ElementBytes(dtype);
-  // Counted as the ring moves it: like an all-gather of one chunk per rank.
-  std::set<int> other_nodes;
-  const ClusterLayout& layout = world_.layout();
-  for (int member : g.members) {
-    if (layout.node_of_rank[member] != layout.node_of_rank[rank_] &&
-        other_nodes.insert(layout.node_of_rank[member]).second) {
-      world_.CountSent(rank_, layout.LinkBetween(rank_, member), chunk_bytes);
-    }
-  }
-  world_.CountSent(rank_, zppLinkIntraNode,
-                   (g.members.size() - 1 - other_nodes.size()) * chunk_bytes);
+  CountRing(g, chunk_bytes);  // a ring reduce-scatter moves what an all-gather of a chunk does
   Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
   const int me = g.my_index;
   const int size = static_cast<int>(g.members.size());

@@ -83,6 +83,7 @@ class SimBackend final : public Backend {
 
   const Group& group(GroupKind kind) const { return groups_[static_cast<int>(kind)]; }
   Group& group(GroupKind kind) { return groups_[static_cast<int>(kind)]; }
+  void CountRing(const Group& g, uint64_t piece_bytes);
   // Runs `work` on the stream; its failure is reported on the next call (as a kernel's is).
   Result LaunchChecked(Stream& stream, std::function<Result()> work);
 

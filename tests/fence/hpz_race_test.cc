@@ -27,7 +27,9 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
   constexpr int kTrustSteps = 3;  // reuse is agreed from epoch 2 on; races from epoch 3
   std::atomic<int> wrong{0};
   std::atomic<uint64_t> hits{0};
-  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  const sim::ClusterLayout layout = sim::ClusterLayout::Uniform(2, 2);
+  const plan::Shape shape = sim::ShapeOf(layout);
+  sim::SimWorld world(layout);
   world.RunRanks([&](sim::SimBackend& backend) {
     const int n = backend.world_size();
     StepEpoch epoch;
@@ -37,12 +39,6 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
     options.settings.min_bytes = 0;
     options.fence_enabled = fence_enabled;
     options.epoch = [&epoch] { return epoch.Current(); };
-    plan::Shape shape;
-    shape.world = n;
-    shape.nodes = 2;
-    shape.min_local_size = 2;
-    shape.nodes_per_rack = 2;
-    shape.hierarchical_allowed = true;
     engine::Engine engine(backend, shape, options, stats);
     std::unique_ptr<Stream> forward_stream, backward_stream;
     ASSERT_EQ(backend.CreateStream(&forward_stream), ncclSuccess);

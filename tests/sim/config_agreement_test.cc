@@ -77,12 +77,7 @@ TEST(ConfigAgreementTest, DisagreeingCommunicatorPassesEverythingThrough) {
     ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
     ConfigAgreement agreement;
     ASSERT_EQ(AgreeOnConfiguration(backend, *stream, config, &agreement), ncclSuccess);
-    plan::Shape shape;
-    shape.world = 4;
-    shape.nodes = 2;
-    shape.min_local_size = 2;
-    shape.nodes_per_rack = 2;
-    shape.hierarchical_allowed = true;
+    plan::Shape shape = sim::ShapeOf(world.layout());
     shape.config_agreed = agreement.agreed;
     StatsCounters stats;
     Engine engine(backend, shape, OptionsFrom(config), stats);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <random>
 
 #include "codec/element_io.h"
@@ -12,32 +10,6 @@
 #include "sim/sim_backend.h"
 
 namespace zpp::test {
-
-plan::Shape ShapeOf(const sim::ClusterLayout& layout) {
-  plan::Shape shape;
-  shape.world = layout.world_size();
-  shape.nodes = layout.node_count();
-  std::map<int, int> per_node;
-  for (int node : layout.node_of_rank) ++per_node[node];
-  std::map<int, int> per_rack;
-  for (int rack : layout.rack_of_node) ++per_rack[rack];
-  int min_local = shape.world, max_local = 0;
-  for (const auto& [node, count] : per_node) {
-    min_local = std::min(min_local, count);
-    max_local = std::max(max_local, count);
-  }
-  bool contiguous = std::is_sorted(layout.node_of_rank.begin(), layout.node_of_rank.end());
-  shape.min_local_size = min_local;
-  shape.racks = static_cast<int>(per_rack.size());
-  shape.nodes_per_rack = shape.nodes / shape.racks;
-  bool racks_uniform = true;
-  for (const auto& [rack, count] : per_rack) racks_uniform &= count == shape.nodes_per_rack;
-  shape.hierarchical_allowed =
-      contiguous && min_local == max_local && shape.nodes > 1 && min_local > 1;
-  shape.rack_level_allowed = shape.hierarchical_allowed && shape.racks > 1 && racks_uniform &&
-                             std::is_sorted(layout.rack_of_node.begin(), layout.rack_of_node.end());
-  return shape;
-}
 
 double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i) {
   float value = 0;

@@ -36,9 +36,6 @@ struct CollectiveSpec {
 CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec);
 
-// The planner's view of a simulated layout (uniform, contiguous: hierarchical allowed).
-plan::Shape ShapeOf(const sim::ClusterLayout& layout);
-
 // Element i of a raw buffer of `dtype`, widened to double.
 double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i);
 

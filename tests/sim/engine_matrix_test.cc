@@ -140,7 +140,7 @@ double ReduceScatterBudget(const plan::Plan& plan, ncclDataType_t dtype) {
 }
 
 void CheckRun(const Topology& topology, const Mode& mode, const CollectiveSpec& spec) {
-  const plan::Shape shape = ShapeOf(topology.layout);
+  const plan::Shape shape = sim::ShapeOf(topology.layout);
   const CollectiveRun run = RunCollective(topology.layout, shape, mode.settings, spec);
   const std::string where = topology.name + " " + mode.name + " " +
                             (spec.op == CollectiveOp::kAllGather ? "allgather" : "reducescatter") +
@@ -249,8 +249,8 @@ TEST(EngineBytesTest, QwzInt8AllGatherMovesAtMostHalfOfPlain) {
   CollectiveSpec spec;
   spec.dtype = ncclBfloat16;
   spec.count = 1 << 18;
-  const CollectiveRun plain = RunCollective(layout, ShapeOf(layout), plan::Settings{}, spec);
-  const CollectiveRun quantized = RunCollective(layout, ShapeOf(layout), qwz, spec);
+  const CollectiveRun plain = RunCollective(layout, sim::ShapeOf(layout), plan::Settings{}, spec);
+  const CollectiveRun quantized = RunCollective(layout, sim::ShapeOf(layout), qwz, spec);
   ASSERT_EQ(quantized.plan.kind, PlanKind::kQwzFlatAllGather);
   EXPECT_EQ(plain.off_node_bytes[0], uint64_t{1} * spec.count * 2);  // (nodes - 1) shards
   EXPECT_EQ(quantized.off_node_bytes[0], zppPieceBytes(spec.count, ncclBfloat16, 8, 256));
@@ -266,7 +266,7 @@ TEST(EngineBytesTest, HierarchicalQgzCrossesNodesOnceAtInterBits) {
   spec.op = CollectiveOp::kReduceScatter;
   spec.dtype = ncclFloat16;
   spec.count = 10000;
-  const CollectiveRun run = RunCollective(layout, ShapeOf(layout), qgz, spec);
+  const CollectiveRun run = RunCollective(layout, sim::ShapeOf(layout), qgz, spec);
   ASSERT_EQ(run.plan.kind, PlanKind::kQgzHierarchicalReduceScatter);
   for (uint64_t bytes : run.off_node_bytes) {
     EXPECT_EQ(bytes, 3 * zppPieceBytes(spec.count, ncclFloat16, 4, 256));  // one piece per node
@@ -281,7 +281,7 @@ TEST(EngineBytesTest, ThreeLevelQgzSendsOneChunkPerRackAcrossRacks) {
   CollectiveSpec spec;
   spec.op = CollectiveOp::kReduceScatter;
   spec.count = 5000;
-  const CollectiveRun run = RunCollective(layout, ShapeOf(layout), qgz, spec);
+  const CollectiveRun run = RunCollective(layout, sim::ShapeOf(layout), qgz, spec);
   ASSERT_EQ(run.plan.kind, PlanKind::kQgzThreeLevelReduceScatter);
   const uint64_t piece = zppPieceBytes(spec.count, ncclFloat32, 4, 256);
   for (size_t r = 0; r < run.inter_rack_bytes.size(); ++r) {

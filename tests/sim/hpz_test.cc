@@ -1,8 +1,13 @@
 // hpZ reuse under contract 7, on a ZeRO-3 training step replayed over the simulated cluster.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "log/log.h"
 #include "training_step.h"
 
 namespace zpp::test {
@@ -115,11 +120,19 @@ TEST(HpzMisuseTest, RanksWhosePointersDifferNeverReuseAndNeverHang) {
   TrainingSpec spec = Spec(Config(true, true, false));
   spec.layer_counts = {2048, 2048, 2048};
   spec.buffers = InputBuffers::kSharedOnRankZero;
+  std::vector<std::string> lines;  // the sink runs under the logger's lock
+  log::SetSinkForTesting([&lines](std::string_view line) { lines.emplace_back(line); });
   const TrainingResult result = RunTraining(spec);
+  log::SetSinkForTesting(nullptr);
   ASSERT_EQ(result.failures, 0);
   EXPECT_EQ(result.hits, 0u);
   EXPECT_EQ(result.backward_mismatches, 0);
   EXPECT_EQ(result.nan_outputs, 0);
+  // Caught by the pattern exchange itself, not only by rank 0's failed would-be reuses.
+  const auto disagreement = std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("ranks saw different all-gather reuse patterns") != std::string::npos;
+  });
+  EXPECT_EQ(disagreement, 8) << "one WARN per rank";
 }
 
 TEST(HpzMisuseTest, ShardChangedBeforeAHitGivesNaNNotStaleWeights) {

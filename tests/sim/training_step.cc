@@ -44,16 +44,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   const size_t layers = spec.layer_counts.size();
   size_t model_shard_bytes = 0;
   for (size_t count : spec.layer_counts) model_shard_bytes += count * element;
-  const plan::Shape shape = [&] {
-    plan::Shape s;
-    s.world = n;
-    s.nodes = spec.layout.node_count();
-    s.min_local_size = n / s.nodes;
-    s.racks = 1;
-    s.nodes_per_rack = s.nodes;
-    s.hierarchical_allowed = s.nodes > 1 && s.min_local_size > 1;
-    return s;
-  }();
+  const plan::Shape shape = sim::ShapeOf(spec.layout);
 
   TrainingResult result;
   result.plain_gather_bytes = static_cast<double>((shape.nodes - 1) * model_shard_bytes);
