@@ -2,6 +2,7 @@
 #include "common/c_boundary.h"
 #include "epoch/step_epoch.h"
 #include "log/log.h"
+#include "plugin/comm_registry.h"
 #include "stats/stats.h"
 #include "zpp/zpp.h"
 
@@ -19,6 +20,18 @@ ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK_ARG(stats != nullptr, "zppGetStats: stats is NULL");
     zpp::ProcessStats().Snapshot(stats);
+    stats->step_epoch = zpp::ProcessStepEpoch().Current();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppGetCommStats(ncclComm_t comm, zppStats_t* stats) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(stats != nullptr, "zppGetCommStats: stats is NULL");
+    const auto state = zpp::plugin::Comms().Find(comm);
+    ZPP_CHECK_ARG(state != nullptr, "zppGetCommStats: communicator %p is not one zpp saw created",
+                  static_cast<void*>(comm));
+    state->stats.Snapshot(stats);
     stats->step_epoch = zpp::ProcessStepEpoch().Current();
     return ncclSuccess;
   });

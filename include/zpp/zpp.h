@@ -47,7 +47,13 @@ typedef enum {
   zppReasonConfigMismatch = 6, /* ranks disagree on their zpp settings */
   zppReasonNonblocking = 7,    /* nonblocking communicator */
   zppReasonInternal = 8,       /* zpp could not prepare the call; NCCL ran it */
-  zppNumReasons = 9
+  zppReasonGroup = 9,          /* called between ncclGroupStart and ncclGroupEnd */
+  zppReasonCapture = 10,       /* the stream is capturing a CUDA graph */
+  zppReasonUnavailable = 11,   /* zpp is not set up on this communicator (no GPU backend, or
+                                  set-up failed; the log says which) */
+  zppReasonInvalidComm = 12,   /* a communicator zpp did not see created */
+  zppReasonInvalidArgs = 13,   /* NULL buffers, unknown dtype or op: NCCL reports its error */
+  zppNumReasons = 14
 } zppPassThroughReason_t;
 
 /* The link a byte crossed. */
@@ -71,6 +77,10 @@ typedef struct {
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);
+
+/* The same counters for one communicator only (step_epoch is the process's). A communicator
+ * zpp did not see created, or one already destroyed, gives ncclInvalidArgument. */
+ZPP_API ncclResult_t zppGetCommStats(ncclComm_t comm, zppStats_t* stats);
 
 /* The name of a pass-through reason, a zppPassThroughReason_t ("small", "dtype", ...). */
 ZPP_API ncclResult_t zppGetPassThroughReasonName(int reason, const char** name);

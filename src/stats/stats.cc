@@ -5,15 +5,34 @@ namespace zpp {
 void StatsCounters::AddCall(zppPath_t path, uint64_t input_bytes) {
   calls_[path].fetch_add(1, std::memory_order_relaxed);
   input_bytes_[path].fetch_add(input_bytes, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddCall(path, input_bytes);
 }
 
 void StatsCounters::AddPassThrough(zppPassThroughReason_t reason, uint64_t input_bytes) {
-  AddCall(zppPathPassThrough, input_bytes);
+  calls_[zppPathPassThrough].fetch_add(1, std::memory_order_relaxed);
+  input_bytes_[zppPathPassThrough].fetch_add(input_bytes, std::memory_order_relaxed);
   passthrough_[reason].fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddPassThrough(reason, input_bytes);
 }
 
 void StatsCounters::AddSent(zppLink_t link, uint64_t bytes) {
   sent_bytes_[link].fetch_add(bytes, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddSent(link, bytes);
+}
+
+void StatsCounters::AddHpzHit() {
+  hpz_hits_.fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddHpzHit();
+}
+
+void StatsCounters::AddHpzMiss() {
+  hpz_misses_.fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddHpzMiss();
+}
+
+void StatsCounters::AddHpzVerifyFailures(uint64_t n) {
+  hpz_verify_failures_.fetch_add(n, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddHpzVerifyFailures(n);
 }
 
 void StatsCounters::Snapshot(zppStats_t* out) const {
@@ -58,6 +77,16 @@ const char* PassThroughReasonName(int reason) {
       return "nonblocking";
     case zppReasonInternal:
       return "internal";
+    case zppReasonGroup:
+      return "group";
+    case zppReasonCapture:
+      return "capture";
+    case zppReasonUnavailable:
+      return "unavailable";
+    case zppReasonInvalidComm:
+      return "unknown-comm";
+    case zppReasonInvalidArgs:
+      return "invalid-args";
     default:
       break;
   }

@@ -11,14 +11,17 @@ namespace zpp {
 
 class StatsCounters {
  public:
+  // A communicator's counters also add to the process's (`parent`), so that both views agree.
+  explicit StatsCounters(StatsCounters* parent = nullptr) : parent_(parent) {}
+  StatsCounters(const StatsCounters&) = delete;
+  StatsCounters& operator=(const StatsCounters&) = delete;
+
   void AddCall(zppPath_t path, uint64_t input_bytes);
   void AddPassThrough(zppPassThroughReason_t reason, uint64_t input_bytes);
   void AddSent(zppLink_t link, uint64_t bytes);
-  void AddHpzHit() { hpz_hits_.fetch_add(1, std::memory_order_relaxed); }
-  void AddHpzMiss() { hpz_misses_.fetch_add(1, std::memory_order_relaxed); }
-  void AddHpzVerifyFailures(uint64_t n) {
-    hpz_verify_failures_.fetch_add(n, std::memory_order_relaxed);
-  }
+  void AddHpzHit();
+  void AddHpzMiss();
+  void AddHpzVerifyFailures(uint64_t n);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -31,6 +34,7 @@ class StatsCounters {
   std::atomic<uint64_t> hpz_hits_{0};
   std::atomic<uint64_t> hpz_misses_{0};
   std::atomic<uint64_t> hpz_verify_failures_{0};
+  StatsCounters* const parent_;
 };
 
 StatsCounters& ProcessStats();

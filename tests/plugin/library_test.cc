@@ -33,11 +33,16 @@ std::set<std::string> DefinedDynamicSymbols() {
   return names;
 }
 
-TEST(LibraryTest, ExportsExactlyTheCApi) {
+TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
   const std::set<std::string> expected = {
-      "zppGetVersion",       "zppGetStats",     "zppGetPassThroughReasonName",
+      // zpp's C API
+      "zppGetVersion", "zppGetStats", "zppGetCommStats", "zppGetPassThroughReasonName",
       "zppStepEpochAdvance", "zppGetStepEpoch",
-  };
+      // the NCCL calls zpp intercepts
+      "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll", "ncclCommInitRankScalable",
+      "ncclCommSplit", "ncclCommShrink", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",
+      "ncclGroupStart", "ncclGroupEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
+      "ncclAllGather", "ncclReduceScatter"};
   EXPECT_EQ(DefinedDynamicSymbols(), expected);
 }
 
@@ -58,6 +63,29 @@ TEST(LibraryTest, LoadsWithDlopenAndAnswers) {
   EXPECT_EQ(get_version(&version), ncclSuccess);
   EXPECT_EQ(version, ZPP_VERSION_CODE);
   EXPECT_EQ(dlsym(handle, "_ZN3zpp9GetConfigEv"), nullptr);  // internals stay hidden
+  dlclose(handle);
+}
+
+// No libnccl in this process and no ZPP_NCCL_LIBRARY: an intercepted call fails cleanly, with a
+// WARN that says what to do, and never crashes.
+TEST(LibraryTest, WithoutARealNcclCallsFailWithAWarning) {
+  void* handle = dlopen(ZPP_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  using AllGather =
+      ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  auto all_gather = reinterpret_cast<AllGather>(dlsym(handle, "ncclAllGather"));
+  ASSERT_NE(all_gather, nullptr);
+  float data[4] = {};
+  ::testing::internal::CaptureStderr();
+  const ncclResult_t first = all_gather(data, data, 4, ncclFloat32, nullptr, nullptr);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(first, ncclSystemError);
+  EXPECT_THAT(log, ::testing::HasSubstr("no NCCL found"));
+  EXPECT_THAT(log, ::testing::HasSubstr("ZPP_NCCL_LIBRARY"));
+  EXPECT_EQ(ncclGroupStart(), ncclSystemError);  // and every later call, without a crash
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 0), ncclSystemError);
   dlclose(handle);
 }
 

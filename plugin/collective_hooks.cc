@@ -1,0 +1,144 @@
+// The two collectives zpp takes over. Each call either runs a zpp plan on the communicator's
+// ZppCommunicator or goes to the real NCCL unchanged (contract 2), with the reason counted.
+// Every input to that choice is identical on all ranks (contract 3): the call's count, dtype
+// and op, the communicator's agreed shape and settings, and whether the call is grouped or
+// captured (all ranks of an SPMD job group and capture the same calls).
+#include <optional>
+
+#include "common/c_boundary.h"
+#include "common/nccl_types.h"
+#include "plan/planner.h"
+#include "plugin/comm_registry.h"
+#include "plugin/group_depth.h"
+#include "plugin/premul_registry.h"
+#include "plugin/real_call.h"
+#include "zpp/zpp.h"
+
+namespace {
+
+using zpp::plugin::CommState;
+
+// A reason to pass through that the planner does not know about, or nullopt.
+std::optional<zppPassThroughReason_t> CommReason(const CommState& state, bool args_valid) {
+  if (!args_valid) return zppReasonInvalidArgs;
+  if (!state.blocking) return zppReasonNonblocking;
+  if (state.nranks < 2) return zppReasonOneRank;
+  if (zpp::plugin::GroupDepth() > 0) return zppReasonGroup;
+  if (state.zpp == nullptr) return zppReasonUnavailable;
+  return std::nullopt;
+}
+
+bool ValidDtype(ncclDataType_t dtype) {
+  return static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < ncclNumTypes;
+}
+
+// Where a communicator zpp does not know goes: a destroyed one is an error (NCCL would touch
+// freed memory), any other is NCCL's to judge.
+template <typename Forward>
+ncclResult_t UnknownComm(ncclComm_t comm, const char* function, Forward&& forward) {
+  if (zpp::plugin::Comms().WasRetired(comm)) {
+    ZPP_WARN("%s: communicator %p was destroyed or aborted", function, static_cast<void*>(comm));
+    return ncclInvalidArgument;
+  }
+  zpp::ProcessStats().AddPassThrough(zppReasonInvalidComm, 0);
+  return forward();
+}
+
+zpp::plan::Reduction ReductionOf(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
+                                 zpp::engine::ReduceScatterArgs* args) {
+  if (op == ncclSum) return zpp::plan::Reduction::kSum;
+  if (op == ncclAvg) return zpp::plan::Reduction::kAvg;
+  if (static_cast<int>(op) < ncclNumOps) return zpp::plan::Reduction::kOther;
+  const auto premul = zpp::plugin::PreMuls().Find(comm, op);
+  if (!premul || premul->dtype != dtype) return zpp::plan::Reduction::kOther;
+  args->premul = premul->host_value;
+  args->premul_device = premul->device_scalar;
+  return zpp::plan::Reduction::kPreMulSum;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, AllGather);
+    auto forward = [&] {
+      return nccl->AllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    };
+    if (comm == nullptr) return forward();  // NCCL answers ncclInvalidArgument
+    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
+    if (state == nullptr) return UnknownComm(comm, __func__, forward);
+
+    const bool valid = ValidDtype(datatype) && (sendcount == 0 || (sendbuff && recvbuff));
+    const uint64_t input_bytes = valid ? sendcount * zpp::NcclTypeBytes(datatype) : 0;
+    if (const auto reason = CommReason(*state, valid)) {
+      state->stats.AddPassThrough(*reason, input_bytes);
+      return forward();
+    }
+    const zpp::plan::Call call{zpp::plan::CollectiveOp::kAllGather, sendcount, datatype,
+                               zpp::plan::Reduction::kNone};
+    const zpp::plan::Plan plan =
+        zpp::plan::MakePlan(call, state->zpp->shape(), state->zpp->settings(), {});
+    if (plan.kind == zpp::plan::PlanKind::kPassThrough) {
+      state->stats.AddPassThrough(plan.reason, input_bytes);
+      return forward();
+    }
+    if (zpp::StreamCapturing(stream)) {
+      state->stats.AddPassThrough(zppReasonCapture, input_bytes);
+      return forward();
+    }
+    zpp::engine::AllGatherArgs args;
+    args.send = sendbuff;
+    args.recv = recvbuff;
+    args.count = sendcount;
+    args.dtype = datatype;
+    zpp::log::ScopedRank rank(state->rank);
+    return state->zpp->AllGather(args, stream);
+  });
+}
+
+ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, ReduceScatter);
+    auto forward = [&] {
+      return nccl->ReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    };
+    if (comm == nullptr) return forward();
+    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
+    if (state == nullptr) return UnknownComm(comm, __func__, forward);
+
+    const bool valid = ValidDtype(datatype) && (recvcount == 0 || (sendbuff && recvbuff));
+    const uint64_t input_bytes =
+        valid ? recvcount * zpp::NcclTypeBytes(datatype) * static_cast<uint64_t>(state->nranks) : 0;
+    if (const auto reason = CommReason(*state, valid)) {
+      state->stats.AddPassThrough(*reason, input_bytes);
+      return forward();
+    }
+    zpp::engine::ReduceScatterArgs args;
+    args.send = sendbuff;
+    args.recv = recvbuff;
+    args.count = recvcount;
+    args.dtype = datatype;
+    args.reduction = ReductionOf(comm, op, datatype, &args);
+    const zpp::plan::Call call{zpp::plan::CollectiveOp::kReduceScatter, recvcount, datatype,
+                               args.reduction};
+    const zpp::plan::Plan plan =
+        zpp::plan::MakePlan(call, state->zpp->shape(), state->zpp->settings(), {});
+    if (plan.kind == zpp::plan::PlanKind::kPassThrough) {
+      state->stats.AddPassThrough(plan.reason, input_bytes);
+      return forward();
+    }
+    if (zpp::StreamCapturing(stream)) {
+      state->stats.AddPassThrough(zppReasonCapture, input_bytes);
+      return forward();
+    }
+    zpp::log::ScopedRank rank(state->rank);
+    return state->zpp->ReduceScatter(args, stream);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,182 @@
+// The exported hooks on communicator creation, destruction and groups: forwarded to the real
+// NCCL, with zpp's per-communicator state kept beside (DESIGN.md, "Runtime NCCL").
+#include "common/c_boundary.h"
+#include "plugin/comm_registry.h"
+#include "plugin/comm_setup.h"
+#include "plugin/group_depth.h"
+#include "plugin/premul_registry.h"
+#include "plugin/real_call.h"
+#include "zpp/zpp.h"
+
+namespace {
+
+using zpp::plugin::AfterCreation;
+using zpp::plugin::BlockingOf;
+using zpp::plugin::Comms;
+
+// Creation succeeded (or is in progress on a nonblocking communicator): track the new one.
+ncclResult_t Created(const zpp::NcclFunctions& nccl, ncclResult_t result, ncclComm_t comm,
+                     bool blocking, const char* how) {
+  if ((result == ncclSuccess || result == ncclInProgress) && comm != nullptr) {
+    AfterCreation(nccl, comm, blocking && result == ncclSuccess, how);
+  }
+  return result;
+}
+
+bool ParentBlocking(ncclComm_t parent) {
+  const auto state = Comms().Find(parent);
+  return state == nullptr || state->blocking;
+}
+
+// zpp's state goes first: its sub-communicators are released before NCCL frees the parent.
+void Forget(ncclComm_t comm, bool abort) {
+  if (const auto state = Comms().Find(comm); abort && state != nullptr && state->zpp != nullptr) {
+    state->zpp->Abort();
+  }
+  Comms().Retire(comm);
+  zpp::plugin::PreMuls().RemoveComm(comm);
+}
+
+}  // namespace
+
+extern "C" {
+
+ZPP_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommInitRank);
+    const ncclResult_t result = nccl->CommInitRank(comm, nranks, commId, rank);
+    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(nullptr, true), __func__);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                            int rank, ncclConfig_t* config) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommInitRankConfig);
+    const ncclResult_t result = nccl->CommInitRankConfig(comm, nranks, commId, rank, config);
+    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(config, true), __func__);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                              ncclUniqueId* commIds, ncclConfig_t* config) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommInitRankScalable);
+    const ncclResult_t result =
+        nccl->CommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+    return Created(*nccl, result, newcomm ? *newcomm : nullptr, BlockingOf(config, true), __func__);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommInitAll);
+    const ncclResult_t result = nccl->CommInitAll(comms, ndev, devlist);
+    if (result == ncclSuccess && comms != nullptr) {
+      for (int i = 0; i < ndev; ++i) {
+        zpp::plugin::RegisterPassThroughOnly(
+            *nccl, comms[i],
+            "ncclCommInitAll (one thread drives every rank): zpp cannot set up collectively, "
+            "calls pass through");
+      }
+    }
+    return result;
+  });
+}
+
+ZPP_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                   ncclConfig_t* config) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommSplit);
+    const ncclResult_t result = nccl->CommSplit(comm, color, key, newcomm, config);
+    // NCCL_SPLIT_NOCOLOR ranks get no communicator (*newcomm == NULL).
+    return Created(*nccl, result, newcomm ? *newcomm : nullptr,
+                   BlockingOf(config, ParentBlocking(comm)), __func__);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                    ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommShrink);
+    const ncclResult_t result =
+        nccl->CommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+    return Created(*nccl, result, newcomm ? *newcomm : nullptr,
+                   BlockingOf(config, ParentBlocking(comm)), __func__);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommFinalize);
+    // The sub-communicators are finalized with the parent: nothing of zpp's outlives it.
+    Forget(comm, /*abort=*/false);
+    return nccl->CommFinalize(comm);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommDestroy);
+    Forget(comm, /*abort=*/false);
+    return nccl->CommDestroy(comm);
+  });
+}
+
+ZPP_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommAbort);
+    Forget(comm, /*abort=*/true);
+    return nccl->CommAbort(comm);
+  });
+}
+
+ZPP_API ncclResult_t ncclGroupStart() {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, GroupStart);
+    const ncclResult_t result = nccl->GroupStart();
+    if (result == ncclSuccess) ++zpp::plugin::GroupDepth();
+    return result;
+  });
+}
+
+ZPP_API ncclResult_t ncclGroupEnd() {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, GroupEnd);
+    // NCCL closes the group level even when the end reports an error.
+    int& depth = zpp::plugin::GroupDepth();
+    if (depth > 0) --depth;
+    return nccl->GroupEnd();
+  });
+}
+
+ZPP_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
+                                              ncclDataType_t datatype,
+                                              ncclScalarResidence_t residence, ncclComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, RedOpCreatePreMulSum);
+    const ncclResult_t result = nccl->RedOpCreatePreMulSum(op, scalar, datatype, residence, comm);
+    if (result != ncclSuccess || op == nullptr) return result;
+    zpp::plugin::PreMulSum premul;
+    premul.dtype = datatype;
+    if (residence == ncclScalarDevice) {
+      premul.device_scalar = scalar;
+    } else if (const auto value = zpp::plugin::ReadHostScalar(scalar, datatype)) {
+      premul.host_value = *value;
+    } else {
+      return result;  // a dtype zpp does not take: its reduce-scatters pass through
+    }
+    zpp::plugin::PreMuls().Add(comm, *op, premul);
+    return result;
+  });
+}
+
+ZPP_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, RedOpDestroy);
+    zpp::plugin::PreMuls().Remove(comm, op);
+    return nccl->RedOpDestroy(op, comm);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,36 @@
+// ZPP_STATS=1: the stats table on stderr when the process exits.
+#include <cstdio>
+
+#include "config/config.h"
+#include "epoch/step_epoch.h"
+#include "plugin/comm_registry.h"
+#include "plugin/stats_table.h"
+
+namespace zpp::plugin {
+namespace {
+
+std::vector<CommStatsRow> Rows() {
+  std::vector<CommStatsRow> rows;
+  for (const auto& state : Comms().All()) {
+    CommStatsRow row;
+    row.id = state->id;
+    row.rank = state->rank;
+    row.nranks = state->nranks;
+    row.zpp_state = state->zpp != nullptr ? "zpp" : state->unavailable;
+    state->stats.Snapshot(&row.stats);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+struct ExitReport {
+  ~ExitReport() {
+    if (GetConfig().stats == 0) return;
+    const std::string table = FormatStatsTable(Rows());
+    std::fputs(table.c_str(), stderr);
+  }
+};
+ExitReport exit_report;
+
+}  // namespace
+}  // namespace zpp::plugin

@@ -1,0 +1,47 @@
+// zpp on one NCCL communicator: its topology, the configuration all its ranks agreed on, the
+// sub-communicators the plans run on and the engine, over the cuda_nccl backend. The plugin
+// makes one right after the communicator is created (a safe point: every rank is there, no group
+// is open, nothing is capturing) and hands it each call the planner does not pass through.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "engine/collective_args.h"
+#include "nccl_runtime/nccl_functions.h"
+#include "plan/plan.h"
+#include "stats/stats.h"
+
+namespace zpp {
+
+class ZppCommunicator {
+ public:
+  virtual ~ZppCommunicator() = default;
+
+  // The shape the planner uses for this communicator (identical on every rank).
+  virtual const plan::Shape& shape() const = 0;
+  virtual const plan::Settings& settings() const = 0;
+
+  // NCCL's semantics on `stream`, for calls the planner did not pass through. Buffers that
+  // overlap other than in NCCL's in-place layout are handled (the input is staged first).
+  virtual Result AllGather(const engine::AllGatherArgs& args, cudaStream_t stream) = 0;
+  virtual Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t stream) = 0;
+
+  // The parent communicator is being aborted: abort the sub-communicators too (the destructor
+  // destroys them otherwise).
+  virtual void Abort() = 0;
+};
+
+// Collective over `comm`: every rank must call it, right after the communicator is created.
+// On failure *why_not says why and the communicator's calls pass through to NCCL.
+Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCounters& stats,
+                            std::unique_ptr<ZppCommunicator>* out, std::string* why_not);
+
+// True when `stream` is capturing a CUDA graph (always false in a build without CUDA).
+bool StreamCapturing(cudaStream_t stream);
+
+}  // namespace zpp

@@ -1,0 +1,197 @@
+// The exported nccl* hooks over a stand-in NCCL (fake_nccl.cc, named by ZPP_NCCL_LIBRARY): what
+// is forwarded unchanged, what zpp answers itself, and the reason each pass-through is counted
+// under. No GPU here, so no communicator gets zpp set up: two-rank ones say "unavailable".
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "zpp/zpp.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+// -1 until zpp has loaded the fake (on the first hook called).
+int FakeCalls(const char* name) {
+  void* fake = dlopen(ZPP_FAKE_NCCL, RTLD_NOW | RTLD_NOLOAD);
+  if (fake == nullptr) return -1;
+  auto calls = reinterpret_cast<int (*)(const char*)>(dlsym(fake, "fakeNcclCalls"));
+  const int count = calls == nullptr ? -1 : calls(name);
+  dlclose(fake);  // drops the reference RTLD_NOLOAD took
+  return count;
+}
+
+ncclComm_t NewComm(int nranks, int rank = 0) {
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  EXPECT_EQ(ncclCommInitRank(&comm, nranks, id, rank), ncclSuccess);
+  return comm;
+}
+
+zppStats_t CommStats(ncclComm_t comm) {
+  zppStats_t stats{};
+  EXPECT_EQ(zppGetCommStats(comm, &stats), ncclSuccess);
+  return stats;
+}
+
+TEST(HooksTest, ForwardsCreationGroupsAndCollectivesToTheRealNccl) {
+  ncclComm_t comm = NewComm(1);
+  ASSERT_NE(comm, nullptr);
+  const int before = FakeCalls("ncclAllGather");
+  ASSERT_GE(before, 0) << "the fake NCCL was not loaded through ZPP_NCCL_LIBRARY";
+  const int group_ends = FakeCalls("ncclGroupEnd");
+  const int destroys = FakeCalls("ncclCommDestroy");
+  float data[4] = {1, 2, 3, 4};
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclReduceScatter(data, data, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclAllGather"), before + 1);
+  EXPECT_EQ(FakeCalls("ncclGroupEnd"), group_ends + 1);
+
+  float scale = 0.5f;
+  ncclRedOp_t premul{};
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&premul, &scale, ncclFloat32, ncclScalarHostImmediate, comm),
+            ncclSuccess);
+  EXPECT_EQ(ncclReduceScatter(data, data, 4, ncclFloat32, premul, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclRedOpDestroy(premul, comm), ncclSuccess);
+
+  ncclComm_t child = nullptr;
+  EXPECT_EQ(ncclCommSplit(comm, 0, 0, &child, nullptr), ncclSuccess);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(zppGetCommStats(child, nullptr), ncclInvalidArgument);
+  zppStats_t child_stats{};
+  EXPECT_EQ(zppGetCommStats(child, &child_stats), ncclSuccess);  // tracked from its creation
+  EXPECT_EQ(ncclCommFinalize(child), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+
+  const zppStats_t stats = CommStats(comm);
+  EXPECT_EQ(stats.calls[zppPathPassThrough], 3u);
+  EXPECT_EQ(stats.passthrough[zppReasonOneRank], 3u);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclCommDestroy"), destroys + 2);
+}
+
+TEST(HooksTest, AFunctionTheLoadedNcclLacksIsInvalidUsageWithAWarning) {
+  ncclComm_t comm = NewComm(1);
+  ncclComm_t shrunk = nullptr;
+  ::testing::internal::CaptureStderr();
+  const ncclResult_t result = ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, 0);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result, ncclInvalidUsage);
+  EXPECT_THAT(log, HasSubstr("has no ncclCommShrink"));
+  EXPECT_EQ(shrunk, nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(HooksTest, NullCommIsNcclsInvalidArgument) {
+  float data[2] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);  // loads the real (fake) NCCL
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  const int before = FakeCalls("ncclAllGather");
+  EXPECT_EQ(ncclAllGather(data, data, 2, ncclFloat32, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclReduceScatter(data, data, 1, ncclFloat32, ncclSum, nullptr, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(FakeCalls("ncclAllGather"), before + 1);  // NCCL's answer, forwarded
+}
+
+TEST(HooksTest, DestroyedCommIsCaughtBeforeNcclTouchesIt) {
+  ncclComm_t comm = NewComm(2);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  float data[2] = {};
+  const int before = FakeCalls("ncclAllGather");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclAllGather(data, data, 1, ncclFloat32, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclReduceScatter(data, data, 1, ncclFloat32, ncclSum, comm, nullptr),
+            ncclInvalidArgument);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("was destroyed"));
+  EXPECT_EQ(FakeCalls("ncclAllGather"), before);  // never forwarded
+  zppStats_t stats{};
+  EXPECT_EQ(zppGetCommStats(comm, &stats), ncclInvalidArgument);
+}
+
+TEST(HooksTest, BadArgumentsPassThroughAndNcclReportsThem) {
+  ncclComm_t comm = NewComm(2);
+  float data[8] = {};
+  // NULL buffers with a count: NCCL's ncclInvalidArgument, counted as invalid-args.
+  EXPECT_EQ(ncclAllGather(nullptr, data, 4, ncclFloat32, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclReduceScatter(data, nullptr, 4, ncclFloat32, ncclSum, comm, nullptr),
+            ncclInvalidArgument);
+  // An unknown dtype, an unknown op.
+  EXPECT_EQ(ncclAllGather(data, data, 4, static_cast<ncclDataType_t>(99), comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(
+      ncclReduceScatter(data, data, 4, ncclFloat32, static_cast<ncclRedOp_t>(1000), comm, nullptr),
+      ncclInvalidArgument);
+  // Count 0 is valid and does nothing, as in NCCL.
+  EXPECT_EQ(ncclAllGather(nullptr, nullptr, 0, ncclFloat32, comm, nullptr), ncclSuccess);
+  const zppStats_t stats = CommStats(comm);
+  EXPECT_EQ(stats.passthrough[zppReasonInvalidArgs], 3u);
+  EXPECT_EQ(stats.calls[zppPathPassThrough], 5u);
+  EXPECT_EQ(stats.calls[zppPathQwz] + stats.calls[zppPathHpz] + stats.calls[zppPathQgz], 0u);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(HooksTest, GroupedCallsPassThroughUnderTheirOwnReason) {
+  ncclComm_t comm = NewComm(2);
+  float data[8] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);  // nested: only the outermost end launches
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclReduceScatter(data, data, 2, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, comm, nullptr), ncclSuccess);
+  const zppStats_t stats = CommStats(comm);
+  EXPECT_EQ(stats.passthrough[zppReasonGroup], 2u);
+  // Outside the group: this machine has no GPU, so zpp is not set up on the communicator.
+  EXPECT_EQ(stats.passthrough[zppReasonUnavailable], 1u);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(HooksTest, NonblockingCommunicatorsPassThrough) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);
+  ASSERT_NE(comm, nullptr);
+  float data[8] = {};
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, comm, nullptr), ncclSuccess);
+  ncclComm_t child = nullptr;  // a split of a nonblocking communicator inherits it
+  EXPECT_EQ(ncclCommSplit(comm, 1, 0, &child, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, child, nullptr), ncclSuccess);
+  EXPECT_EQ(CommStats(comm).passthrough[zppReasonNonblocking], 1u);
+  EXPECT_EQ(CommStats(child).passthrough[zppReasonNonblocking], 1u);
+  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+TEST(HooksTest, SplitWithNoColorGivesNoCommunicator) {
+  ncclComm_t comm = NewComm(1);
+  ncclComm_t child = reinterpret_cast<ncclComm_t>(0x1);
+  EXPECT_EQ(ncclCommSplit(comm, NCCL_SPLIT_NOCOLOR, 0, &child, nullptr), ncclSuccess);
+  EXPECT_EQ(child, nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(HooksTest, ProcessStatsAddUpTheCommunicators) {
+  zppStats_t before{};
+  ASSERT_EQ(zppGetStats(&before), ncclSuccess);
+  ncclComm_t a = NewComm(1);
+  ncclComm_t b = NewComm(2);
+  float data[8] = {};
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, a, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, b, nullptr), ncclSuccess);
+  zppStats_t after{};
+  ASSERT_EQ(zppGetStats(&after), ncclSuccess);
+  EXPECT_EQ(after.calls[zppPathPassThrough] - before.calls[zppPathPassThrough], 2u);
+  EXPECT_EQ(after.input_bytes[zppPathPassThrough] - before.input_bytes[zppPathPassThrough], 32u);
+  EXPECT_EQ(ncclCommDestroy(a), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(b), ncclSuccess);
+}
+
+}  // namespace
