@@ -69,7 +69,7 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
     };
     if (comm == nullptr) return forward();  // NCCL answers ncclInvalidArgument
     const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
-    if (state == nullptr) return UnknownComm(comm, __func__, forward);
+    if (state == nullptr) return UnknownComm(comm, "ncclAllGather", forward);
 
     const bool valid = ValidDtype(datatype) && (sendcount == 0 || (sendbuff && recvbuff));
     const uint64_t input_bytes = valid ? sendcount * zpp::NcclTypeBytes(datatype) : 0;
@@ -109,7 +109,7 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
     };
     if (comm == nullptr) return forward();
     const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
-    if (state == nullptr) return UnknownComm(comm, __func__, forward);
+    if (state == nullptr) return UnknownComm(comm, "ncclReduceScatter", forward);
 
     const bool valid = ValidDtype(datatype) && (recvcount == 0 || (sendbuff && recvbuff));
     const uint64_t input_bytes =

@@ -45,7 +45,8 @@ ZPP_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommInitRank);
     const ncclResult_t result = nccl->CommInitRank(comm, nranks, commId, rank);
-    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(nullptr, true), __func__);
+    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(nullptr, true),
+                   "ncclCommInitRank");
   });
 }
 
@@ -54,7 +55,8 @@ ZPP_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommInitRankConfig);
     const ncclResult_t result = nccl->CommInitRankConfig(comm, nranks, commId, rank, config);
-    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(config, true), __func__);
+    return Created(*nccl, result, comm ? *comm : nullptr, BlockingOf(config, true),
+                   "ncclCommInitRankConfig");
   });
 }
 
@@ -64,7 +66,8 @@ ZPP_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, i
     ZPP_REAL_OR_RETURN(nccl, CommInitRankScalable);
     const ncclResult_t result =
         nccl->CommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
-    return Created(*nccl, result, newcomm ? *newcomm : nullptr, BlockingOf(config, true), __func__);
+    return Created(*nccl, result, newcomm ? *newcomm : nullptr, BlockingOf(config, true),
+                   "ncclCommInitRankScalable");
   });
 }
 
@@ -91,7 +94,7 @@ ZPP_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm
     const ncclResult_t result = nccl->CommSplit(comm, color, key, newcomm, config);
     // NCCL_SPLIT_NOCOLOR ranks get no communicator (*newcomm == NULL).
     return Created(*nccl, result, newcomm ? *newcomm : nullptr,
-                   BlockingOf(config, ParentBlocking(comm)), __func__);
+                   BlockingOf(config, ParentBlocking(comm)), "ncclCommSplit");
   });
 }
 
@@ -102,7 +105,7 @@ ZPP_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int 
     const ncclResult_t result =
         nccl->CommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
     return Created(*nccl, result, newcomm ? *newcomm : nullptr,
-                   BlockingOf(config, ParentBlocking(comm)), __func__);
+                   BlockingOf(config, ParentBlocking(comm)), "ncclCommShrink");
   });
 }
 

@@ -1,0 +1,108 @@
+// Grid-stride element loops: both operations are memory-bound and rare (a hit, a pre-multiplied
+// reduce-scatter), so plain element access is enough.
+#include "kernels/device/tensor_io.cuh"
+#include "kernels/engine_kernels.h"
+#include "kernels/launch_util.h"
+
+namespace zpp::codec::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned GridOf(uint64_t count) {
+  const uint64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1024 ? (blocks == 0 ? 1 : blocks) : 1024);
+}
+
+template <ncclDataType_t kDtype>
+__global__ void VerifyKernel(const uint64_t* now, const uint64_t* at_fill, void* output,
+                             uint64_t count, bool poison, uint32_t* failures) {
+  if (*now == *at_fill) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(failures, 1u);
+  if (!poison) return;
+  const uint32_t nan = device::NarrowElement<kDtype>(__int_as_float(0x7fc00000));
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    device::StoreElementBits<kDtype>(output, i, nan);
+  }
+}
+
+template <ncclDataType_t kDtype>
+__global__ void ScaleKernel(void* data, uint64_t count, const void* scalar) {
+  const float factor = device::WidenElement<kDtype>(device::LoadElementBits<kDtype>(scalar, 0));
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    const float value = device::WidenElement<kDtype>(device::LoadElementBits<kDtype>(data, i));
+    device::StoreElementBits<kDtype>(data, i, device::NarrowElement<kDtype>(value * factor));
+  }
+}
+
+struct SmallRecord {
+  unsigned char bytes[kSmallCopyBytes];
+};
+
+__global__ void CopySmallKernel(unsigned char* dst, SmallRecord record, uint32_t bytes) {
+  for (uint32_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = record.bytes[i];
+}
+
+bool FloatDtype(ncclDataType_t dtype) {
+  return dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;
+}
+
+}  // namespace
+
+Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, TensorView output,
+                         bool poison, uint32_t* failures, cudaStream_t stream) {
+  ZPP_CHECK_ARG(now && at_fill && failures, "VerifyFingerprint: NULL fingerprint or counter");
+  ZPP_CHECK_ARG(FloatDtype(output.dtype), "VerifyFingerprint: dtype %d", output.dtype);
+  const unsigned grid = GridOf(output.count);
+  switch (output.dtype) {
+    case ncclFloat32:
+      VerifyKernel<ncclFloat32><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
+                                                               output.count, poison, failures);
+      break;
+    case ncclFloat16:
+      VerifyKernel<ncclFloat16><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
+                                                               output.count, poison, failures);
+      break;
+    default:
+      VerifyKernel<ncclBfloat16><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
+                                                                output.count, poison, failures);
+      break;
+  }
+  return detail::CheckLaunch("VerifyFingerprint");
+}
+
+Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
+  ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar");
+  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d", data.dtype);
+  if (data.count == 0) return ncclSuccess;
+  const unsigned grid = GridOf(data.count);
+  switch (data.dtype) {
+    case ncclFloat32:
+      ScaleKernel<ncclFloat32><<<grid, kThreads, 0, stream>>>(data.data, data.count, scalar);
+      break;
+    case ncclFloat16:
+      ScaleKernel<ncclFloat16><<<grid, kThreads, 0, stream>>>(data.data, data.count, scalar);
+      break;
+    default:
+      ScaleKernel<ncclBfloat16><<<grid, kThreads, 0, stream>>>(data.data, data.count, scalar);
+      break;
+  }
+  return detail::CheckLaunch("ScaleByDeviceScalar");
+}
+
+Result CopySmallFromHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  ZPP_CHECK_ARG(bytes <= kSmallCopyBytes, "CopySmallFromHost: %zu bytes (at most %zu)", bytes,
+                kSmallCopyBytes);
+  if (bytes == 0) return ncclSuccess;
+  SmallRecord record;
+  memcpy(record.bytes, src, bytes);
+  CopySmallKernel<<<1, 256, 0, stream>>>(static_cast<unsigned char*>(dst), record,
+                                         static_cast<uint32_t>(bytes));
+  return detail::CheckLaunch("CopySmallFromHost");
+}
+
+}  // namespace zpp::codec::gpu

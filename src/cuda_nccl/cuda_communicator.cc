@@ -1,0 +1,181 @@
+// SetUpZppCommunicator for builds with CUDA: topology, configuration agreement, sub-communicators
+// and the engine on the cuda_nccl backend.
+#include <algorithm>
+
+#include "config/config.h"
+#include "cuda_nccl/backend_byte_all_gather.h"
+#include "cuda_nccl/cuda_nccl_backend.h"
+#include "cuda_nccl/zpp_communicator.h"
+#include "engine/config_agreement.h"
+#include "engine/engine.h"
+#include "engine/plan_context.h"
+#include "kernels/codec_kernels.h"
+#include "topology/discovery.h"
+#include "topology/hwloc_picture.h"
+#include "topology/plan_shape.h"
+
+namespace zpp {
+namespace {
+
+using cuda::CudaNcclBackend;
+using cuda::CudaStream;
+using cuda::DeviceScope;
+
+// Overlapping input and output other than NCCL's in-place layout (the input at this rank's
+// place in the output): the plans may write the output before they have read all the input.
+bool OverlapsNotInPlace(const void* input, size_t input_bytes, const void* output,
+                        size_t output_bytes, size_t in_place_offset) {
+  const auto* in = static_cast<const std::byte*>(input);
+  const auto* out = static_cast<const std::byte*>(output);
+  if (in == out + in_place_offset || out == in + in_place_offset) return false;
+  return in < out + output_bytes && out < in + input_bytes;
+}
+
+class CudaZppCommunicator final : public ZppCommunicator {
+ public:
+  CudaZppCommunicator(std::unique_ptr<CudaNcclBackend> backend, const plan::Shape& shape,
+                      const engine::EngineOptions& options, StatsCounters& stats)
+      : backend_(std::move(backend)),
+        shape_(shape),
+        settings_(options.settings),
+        stats_(stats),
+        engine_(std::make_unique<engine::Engine>(*backend_, shape_, options, stats)) {}
+
+  ~CudaZppCommunicator() override {
+    DeviceScope scope(backend_->device());
+    engine_.reset();  // its buffers, then the sub-communicators
+    backend_.reset();
+  }
+
+  const plan::Shape& shape() const override { return shape_; }
+  const plan::Settings& settings() const override { return settings_; }
+
+  Result AllGather(const engine::AllGatherArgs& args, cudaStream_t stream) override {
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    CudaStream borrowed = CudaStream::Borrow(stream);
+    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
+    engine::Staging staging(context);
+    engine::AllGatherArgs run = args;
+    const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
+    if (OverlapsNotInPlace(args.send, bytes, args.recv, bytes * shape_.world,
+                           bytes * backend_->rank())) {
+      std::byte* copy = nullptr;
+      ZPP_CHECK(staging.Take(bytes, &copy));
+      ZPP_CHECK(backend_->Memcpy(copy, args.send, bytes, borrowed));
+      run.send = copy;
+    }
+    plan::Plan ran;
+    ZPP_CHECK(engine_->AllGather(run, borrowed, &ran));
+    stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
+    return staging.Finish();
+  }
+
+  Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t stream) override {
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    CudaStream borrowed = CudaStream::Borrow(stream);
+    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
+    engine::Staging staging(context);
+    engine::ReduceScatterArgs run = args;
+    const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
+    if (OverlapsNotInPlace(args.recv, bytes, args.send, bytes * shape_.world,
+                           bytes * backend_->rank())) {
+      std::byte* copy = nullptr;
+      ZPP_CHECK(staging.Take(bytes * shape_.world, &copy));
+      ZPP_CHECK(backend_->Memcpy(copy, args.send, bytes * shape_.world, borrowed));
+      run.send = copy;
+    }
+    plan::Plan ran;
+    ZPP_CHECK(engine_->ReduceScatter(run, borrowed, &ran));
+    stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
+    return staging.Finish();
+  }
+
+  void Abort() override { backend_->AbortSubCommunicators(); }
+
+ private:
+  std::unique_ptr<CudaNcclBackend> backend_;
+  const plan::Shape shape_;
+  const plan::Settings settings_;
+  StatsCounters& stats_;
+  std::unique_ptr<engine::Engine> engine_;
+};
+
+topology::LocalFacts LocalFactsOf(int device, const config::EnvLookup& env) {
+  topology::LocalFacts local;
+  local.host = topology::DiscoverHostIdentity(env);
+  local.local_device = device;
+  topology::PictureRequest request;
+  char bus_id[64] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) == cudaSuccess) {
+    request.gpu = topology::ParsePciAddress(bus_id);
+  }
+  // A failed picture only loses the GPU/NIC affinity notes; the grouping uses host records.
+  if (topology::LoadLocalPicture(request, &local.picture) != ncclSuccess) {
+    local.picture = topology::LocalPicture{};
+  }
+  return local;
+}
+
+}  // namespace
+
+bool StreamCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  // An error here (say, the legacy stream while another captures) counts as capturing: passing
+  // through is always safe.
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCounters& stats,
+                            std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
+  // A machine without a usable device fails here, the same way on every rank, before any
+  // collective that the others would wait in.
+  std::string no_device;
+  if (!codec::gpu::DeviceAvailable(&no_device)) {
+    *why_not = "no CUDA device (" + no_device + ")";
+    return ncclInvalidUsage;
+  }
+  int device = 0, rank = 0, nranks = 1;
+  if (nccl.CommCuDevice == nullptr || nccl.CommCuDevice(comm, &device) != ncclSuccess ||
+      nccl.CommUserRank(comm, &rank) != ncclSuccess ||
+      nccl.CommCount(comm, &nranks) != ncclSuccess) {
+    *why_not = "the communicator's device, rank or size could not be read";
+    return ncclInvalidUsage;
+  }
+  DeviceScope scope(device);
+  ZPP_CHECK(scope.status());
+  auto backend = std::make_unique<CudaNcclBackend>(nccl, comm, rank, nranks, device);
+  *why_not = "set-up failed (the log above says where)";
+  ZPP_CHECK(backend->Init());
+
+  const Config& config = GetConfig();
+  const config::EnvLookup env = config::ProcessEnvironment();
+  BackendByteAllGather exchange(*backend, backend->internal_stream());
+  topology::Topology topology;
+  ZPP_CHECK(
+      topology::DiscoverTopology(config, env, LocalFactsOf(device, env), exchange, &topology));
+  plan::Shape shape = topology::ShapeOf(topology);
+
+  engine::ConfigAgreement agreement;
+  ZPP_CHECK(engine::AgreeOnConfiguration(*backend, backend->internal_stream(), config, &agreement));
+  shape.config_agreed = agreement.agreed;
+
+  // Every input here is agreed: all ranks split, or none does.
+  const engine::EngineOptions options = engine::OptionsFrom(config);
+  if (shape.config_agreed && shape.hierarchical_allowed &&
+      (options.settings.hpz || options.settings.qgz)) {
+    ZPP_CHECK(backend->SplitSubCommunicators(topology, shape.rack_level_allowed));
+  } else {
+    shape.rack_level_allowed = false;
+  }
+  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats);
+  why_not->clear();
+  return ncclSuccess;
+}
+
+}  // namespace zpp

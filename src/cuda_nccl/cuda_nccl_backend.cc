@@ -1,0 +1,271 @@
+#include "cuda_nccl/cuda_nccl_backend.h"
+
+#include <cstring>
+
+#include "kernels/codec_kernels.h"
+#include "kernels/engine_kernels.h"
+#include "kernels/float_convert.h"
+
+namespace zpp::cuda {
+namespace {
+
+// The colour of `rank`'s group of `kind` in the split of the world (ClusterLayout::GroupOf's
+// membership rules, on the topology every rank computed alike).
+int ColorOf(const topology::Topology& topology, int rank, GroupKind kind) {
+  const int node = topology.node_of_rank[rank];
+  const int local = topology.local_rank[rank];
+  const int local_size = topology.local_size(rank);
+  const int rack = topology.nodes[node].rack;
+  const std::vector<int>& rack_nodes = topology.racks[rack].nodes;
+  int node_in_rack = 0;
+  while (node_in_rack < static_cast<int>(rack_nodes.size()) && rack_nodes[node_in_rack] != node) {
+    ++node_in_rack;
+  }
+  switch (kind) {
+    case GroupKind::kIntraNode:
+      return node;
+    case GroupKind::kInterNode:
+      return local;
+    case GroupKind::kIntraRack:
+      return rack * local_size + local;
+    case GroupKind::kInterRack:
+      return node_in_rack * local_size + local;
+    case GroupKind::kWorld:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CudaNcclBackend::CudaNcclBackend(const NcclFunctions& nccl, ncclComm_t world, int rank,
+                                 int world_size, int device)
+    : nccl_(nccl), rank_(rank), world_size_(world_size), device_(device) {
+  for (Group& group : groups_) group = Group{world, rank, world_size, false};
+}
+
+CudaNcclBackend::~CudaNcclBackend() {
+  for (Group& group : groups_) {
+    if (group.owned && group.comm != nullptr && nccl_.CommDestroy != nullptr) {
+      nccl_.CommDestroy(group.comm);
+    }
+  }
+}
+
+Result CudaNcclBackend::Init() { return CudaStream::Create(&internal_stream_); }
+
+Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology, bool rack_level) {
+  ZPP_CHECK_ARG(nccl_.CommSplit != nullptr, "the loaded NCCL has no ncclCommSplit");
+  std::vector<GroupKind> kinds = {GroupKind::kIntraNode, GroupKind::kInterNode};
+  if (rack_level) {
+    kinds.push_back(GroupKind::kIntraRack);
+    kinds.push_back(GroupKind::kInterRack);
+  }
+  for (GroupKind kind : kinds) {
+    Group& group = groups_[Index(kind)];
+    ncclComm_t comm = nullptr;
+    // Key = world rank: group ranks in world order, as the plans number them.
+    ZPP_CHECK(nccl_.CommSplit(groups_[Index(GroupKind::kWorld)].comm,
+                              ColorOf(topology, rank_, kind), rank_, &comm, nullptr));
+    group.comm = comm;
+    group.owned = true;
+    ZPP_CHECK(nccl_.CommUserRank(comm, &group.rank));
+    ZPP_CHECK(nccl_.CommCount(comm, &group.size));
+  }
+  return ncclSuccess;
+}
+
+void CudaNcclBackend::AbortSubCommunicators() {
+  for (Group& group : groups_) {
+    if (group.owned && group.comm != nullptr && nccl_.CommAbort != nullptr) {
+      nccl_.CommAbort(group.comm);
+    }
+    group.owned = false;
+  }
+}
+
+Result CudaNcclBackend::CommOf(GroupKind kind, ncclComm_t* comm) const {
+  const Group& group = groups_[Index(kind)];
+  ZPP_CHECK_ARG(kind == GroupKind::kWorld || group.owned,
+                "cuda_nccl: group %d has no sub-communicator (a plan needs a hierarchy that set-up "
+                "did not make)",
+                static_cast<int>(kind));
+  *comm = group.comm;
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  return DeviceBuffer::Create(bytes, out);
+}
+
+Result CudaNcclBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  ZPP_CHECK(MappedHostBuffer::Create(bytes, out));
+  std::memset((*out)->data(), 0, bytes);
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::CreateStream(std::unique_ptr<Stream>* out) {
+  return CudaStream::Create(out);
+}
+
+Result CudaNcclBackend::CreateEvent(std::unique_ptr<Event>* out) { return CudaEvent::Create(out); }
+
+Result CudaNcclBackend::RecordEvent(Event& event, Stream& stream) {
+  ZPP_CUDA_CHECK(cudaEventRecord(HandleOf(event), HandleOf(stream)));
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::StreamWaitEvent(Stream& stream, Event& event) {
+  ZPP_CUDA_CHECK(cudaStreamWaitEvent(HandleOf(stream), HandleOf(event), 0));
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) {
+  if (bytes == 0) return ncclSuccess;
+  ZPP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, HandleOf(stream)));
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind group,
+                                  Stream& stream) {
+  ncclComm_t comm = nullptr;
+  ZPP_CHECK(CommOf(group, &comm));
+  return nccl_.AllGather(send, recv, bytes, ncclUint8, comm, HandleOf(stream));
+}
+
+Result CudaNcclBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
+                                 Stream& stream) {
+  ncclComm_t comm = nullptr;
+  ZPP_CHECK(CommOf(group, &comm));
+  if (nccl_.AlltoAll != nullptr) {
+    return nccl_.AlltoAll(send, recv, bytes, ncclUint8, comm, HandleOf(stream));
+  }
+  // An NCCL without ncclAlltoAll: the same exchange as grouped point-to-point calls.
+  ZPP_CHECK_ARG(nccl_.Send != nullptr && nccl_.Recv != nullptr,
+                "the loaded NCCL has neither ncclAlltoAll nor ncclSend/ncclRecv");
+  const int size = GroupSize(group);
+  ZPP_CHECK(nccl_.GroupStart());
+  Result result = ncclSuccess;
+  for (int peer = 0; peer < size && result == ncclSuccess; ++peer) {
+    result = nccl_.Send(static_cast<const std::byte*>(send) + peer * bytes, bytes, ncclUint8, peer,
+                        comm, HandleOf(stream));
+    if (result == ncclSuccess) {
+      result = nccl_.Recv(static_cast<std::byte*>(recv) + peer * bytes, bytes, ncclUint8, peer,
+                          comm, HandleOf(stream));
+    }
+  }
+  const Result ended = nccl_.GroupEnd();
+  ZPP_CHECK(result);
+  return ended;
+}
+
+Result CudaNcclBackend::Send(const void* send, size_t bytes, int peer, GroupKind group,
+                             Stream& stream) {
+  ncclComm_t comm = nullptr;
+  ZPP_CHECK(CommOf(group, &comm));
+  ZPP_CHECK_ARG(nccl_.Send != nullptr, "the loaded NCCL has no ncclSend");
+  return nccl_.Send(send, bytes, ncclUint8, peer, comm, HandleOf(stream));
+}
+
+Result CudaNcclBackend::Recv(void* recv, size_t bytes, int peer, GroupKind group, Stream& stream) {
+  ncclComm_t comm = nullptr;
+  ZPP_CHECK(CommOf(group, &comm));
+  ZPP_CHECK_ARG(nccl_.Recv != nullptr, "the loaded NCCL has no ncclRecv");
+  return nccl_.Recv(recv, bytes, ncclUint8, peer, comm, HandleOf(stream));
+}
+
+Result CudaNcclBackend::ReduceScatter(const void* send, void* recv, size_t count,
+                                      ncclDataType_t dtype, float scale, GroupKind group,
+                                      Stream& stream) {
+  ncclComm_t comm = nullptr;
+  ZPP_CHECK(CommOf(group, &comm));
+  if (scale == 1.0f) {
+    return nccl_.ReduceScatter(send, recv, count, dtype, ncclSum, comm, HandleOf(stream));
+  }
+  // A scaled sum is NCCL's pre-multiplied sum; the op may go as soon as the call is enqueued.
+  ZPP_CHECK_ARG(nccl_.RedOpCreatePreMulSum != nullptr && nccl_.RedOpDestroy != nullptr,
+                "the loaded NCCL has no ncclRedOpCreatePreMulSum");
+  uint16_t narrow = 0;
+  void* scalar = &scale;
+  if (dtype == ncclFloat16 || dtype == ncclBfloat16) {
+    narrow = dtype == ncclFloat16 ? codec::FloatToHalf(scale) : codec::FloatToBf16(scale);
+    scalar = &narrow;
+  }
+  ncclRedOp_t op{};
+  ZPP_CHECK(nccl_.RedOpCreatePreMulSum(&op, scalar, dtype, ncclScalarHostImmediate, comm));
+  const Result result = nccl_.ReduceScatter(send, recv, count, dtype, op, comm, HandleOf(stream));
+  nccl_.RedOpDestroy(op, comm);
+  return result;
+}
+
+Result CudaNcclBackend::CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) {
+  if (bytes <= codec::gpu::kSmallCopyBytes) {
+    return codec::gpu::CopySmallFromHost(dst, src, bytes, HandleOf(stream));
+  }
+  // Larger records exist only at set-up; a pageable source makes this copy wait, which is fine
+  // there.
+  ZPP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, HandleOf(stream)));
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) {
+  ZPP_CUDA_CHECK(cudaEventSynchronize(HandleOf(event)));
+  // On zpp's own non-blocking stream: never an implicit wait on the legacy default stream.
+  ZPP_CUDA_CHECK(
+      cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, HandleOf(*internal_stream_)));
+  ZPP_CUDA_CHECK(cudaStreamSynchronize(HandleOf(*internal_stream_)));
+  return ncclSuccess;
+}
+
+Result CudaNcclBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
+                                    Stream& stream) {
+  return codec::gpu::Fingerprint(bytes, device_out, HandleOf(stream));
+}
+
+Result CudaNcclBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
+                                          codec::TensorView output, bool poison, uint32_t* failures,
+                                          Stream& stream) {
+  return codec::gpu::VerifyFingerprint(now, at_fill, output, poison, failures, HandleOf(stream));
+}
+
+Result CudaNcclBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar,
+                                            Stream& stream) {
+  return codec::gpu::ScaleByDeviceScalar(data, scalar, HandleOf(stream));
+}
+
+Result CudaNcclBackend::Quantize(codec::ConstTensorView input, const codec::Format& format,
+                                 const codec::Rounding& rounding, std::span<std::byte> piece,
+                                 Stream& stream) {
+  return codec::gpu::Quantize(input, format, rounding, piece, HandleOf(stream));
+}
+
+Result CudaNcclBackend::Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
+                                   const codec::Format& format, codec::TensorView output,
+                                   Stream& stream) {
+  return codec::gpu::Dequantize(pieces, count, format, output, HandleOf(stream));
+}
+
+Result CudaNcclBackend::DequantizeReduce(std::vector<std::span<const std::byte>> pieces,
+                                         size_t count, const codec::Format& format,
+                                         float scale_after_sum, codec::TensorView output,
+                                         Stream& stream) {
+  ZPP_CHECK_ARG(pieces.size() <= codec::gpu::kMaxReducePieces,
+                "cuda_nccl: %zu pieces to reduce, at most %zu per call", pieces.size(),
+                codec::gpu::kMaxReducePieces);
+  return codec::gpu::DequantizeReduce(pieces, count, format, scale_after_sum, output,
+                                      HandleOf(stream));
+}
+
+Result CudaNcclBackend::DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
+                                                   size_t count, const codec::Format& format,
+                                                   const codec::Format& out_format,
+                                                   const codec::Rounding& rounding,
+                                                   std::span<std::byte> out_piece, Stream& stream) {
+  ZPP_CHECK_ARG(pieces.size() <= codec::gpu::kMaxReducePieces,
+                "cuda_nccl: %zu pieces to reduce, at most %zu per call", pieces.size(),
+                codec::gpu::kMaxReducePieces);
+  return codec::gpu::DequantizeReduceRequantize(pieces, count, format, 1.0f, out_format, rounding,
+                                                out_piece, HandleOf(stream));
+}
+
+}  // namespace zpp::cuda

@@ -1,0 +1,66 @@
+#include "cuda_nccl/cuda_resources.h"
+
+#include <memory>
+
+namespace zpp::cuda {
+
+Result Check(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return ncclSuccess;
+  ZPP_WARN("%s failed: %s", what, cudaGetErrorString(error));
+  cudaGetLastError();  // a non-sticky error must not fail the next, unrelated check
+  return ncclUnhandledCudaError;
+}
+
+Result CudaStream::Create(std::unique_ptr<Stream>* out) {
+  cudaStream_t handle = nullptr;
+  ZPP_CUDA_CHECK(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking));
+  out->reset(new CudaStream(handle, true));
+  return ncclSuccess;
+}
+
+CudaStream::~CudaStream() {
+  if (owned_) cudaStreamDestroy(handle_);
+}
+
+Result CudaEvent::Create(std::unique_ptr<Event>* out) {
+  cudaEvent_t handle = nullptr;
+  ZPP_CUDA_CHECK(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming));
+  out->reset(new CudaEvent(handle));
+  return ncclSuccess;
+}
+
+CudaEvent::~CudaEvent() { cudaEventDestroy(handle_); }
+
+Result DeviceBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  void* data = nullptr;
+  ZPP_CUDA_CHECK(cudaMalloc(&data, bytes == 0 ? 1 : bytes));
+  out->reset(new DeviceBuffer(data, bytes));
+  return ncclSuccess;
+}
+
+DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
+
+Result MappedHostBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  void* data = nullptr;
+  ZPP_CUDA_CHECK(cudaHostAlloc(&data, bytes == 0 ? 1 : bytes, cudaHostAllocMapped));
+  out->reset(new MappedHostBuffer(data, bytes));
+  return ncclSuccess;
+}
+
+MappedHostBuffer::~MappedHostBuffer() { cudaFreeHost(data_); }
+
+DeviceScope::DeviceScope(int device) {
+  status_ = Check(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (status_ == ncclSuccess && previous_ != device) {
+    status_ = Check(cudaSetDevice(device), "cudaSetDevice");
+  }
+}
+
+DeviceScope::~DeviceScope() {
+  int current = -1;
+  if (previous_ >= 0 && cudaGetDevice(&current) == cudaSuccess && current != previous_) {
+    cudaSetDevice(previous_);
+  }
+}
+
+}  // namespace zpp::cuda

@@ -1,0 +1,475 @@
+// zpp-collective-check: one rank of the plugin's check on a real GPU. Run as N processes (each
+// with its own NCCL_HOSTID, all sharing one GPU) under LD_PRELOAD=libzpp.so by
+// tools/gpu-check.sh. For each operation, dtype and size it calls the intercepted NCCL function
+// (zpp) and the real one (plain) on the same inputs, and checks:
+//   - zpp's output is bitwise the CPU simulation's for the same cluster (tests/sim's harness:
+//     the kernels are bitwise the CPU codec, and every plan's arithmetic is in them), except for
+//     reduce-scatters that pass through, where NCCL's own summation order rules;
+//   - lossless paths are bitwise plain NCCL's; all-gather outputs are identical on every rank;
+//   - grouped calls and calls on a capturing stream pass through and equal plain NCCL's (a
+//     captured graph replayed 100 times);
+//   - hpZ: the second gather of a step equals the first, bitwise, over several steps.
+// Each rank writes its rows as JSON lines (nlohmann) to --out; the exit code says whether all
+// passed.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "codec/element_io.h"
+#include "config/config.h"
+#include "epoch/step_epoch.h"
+#include "plan/planner.h"
+#include "sim/cluster_layout.h"
+#include "tests/sim/engine_harness.h"
+#include "zpp/zpp.h"
+
+namespace {
+
+using Json = nlohmann::json;
+
+struct Options {
+  int rank = 0;
+  int ranks = 4;
+  int local_size = 2;
+  std::string dir;
+  std::string out;
+  std::vector<size_t> counts = {1000, 262144, 1048613};
+  int replays = 100;
+};
+
+// The real NCCL the program links, bypassing libzpp.so's hooks (RTLD_NEXT from here would
+// find zpp's, which comes first in the search order).
+struct PlainNccl {
+  decltype(&ncclAllGather) all_gather = nullptr;
+  decltype(&ncclReduceScatter) reduce_scatter = nullptr;
+};
+
+PlainNccl LoadPlain() {
+  PlainNccl plain;
+  void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) handle = dlopen("libnccl.so", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) return plain;
+  plain.all_gather = reinterpret_cast<decltype(&ncclAllGather)>(dlsym(handle, "ncclAllGather"));
+  plain.reduce_scatter =
+      reinterpret_cast<decltype(&ncclReduceScatter)>(dlsym(handle, "ncclReduceScatter"));
+  return plain;
+}
+
+// zpp's C API when libzpp.so is preloaded (mode "nccl" runs without it).
+struct ZppApi {
+  decltype(&zppGetCommStats) comm_stats = nullptr;
+  decltype(&zppStepEpochAdvance) advance = nullptr;
+};
+
+ZppApi LoadZpp() {
+  ZppApi api;
+  api.comm_stats =
+      reinterpret_cast<decltype(&zppGetCommStats)>(dlsym(RTLD_DEFAULT, "zppGetCommStats"));
+  api.advance =
+      reinterpret_cast<decltype(&zppStepEpochAdvance)>(dlsym(RTLD_DEFAULT, "zppStepEpochAdvance"));
+  return api;
+}
+
+#define CHECK_CUDA(call)                                                                        \
+  do {                                                                                          \
+    const cudaError_t e = (call);                                                               \
+    if (e != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
+      return 1;                                                                                 \
+    }                                                                                           \
+  } while (0)
+#define CHECK_NCCL(call)                                                                        \
+  do {                                                                                          \
+    const ncclResult_t r = (call);                                                              \
+    if (r != ncclSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r)); \
+      return 1;                                                                                 \
+    }                                                                                           \
+  } while (0)
+
+// Rank 0 makes the id and publishes it as a file (written, then renamed); the others wait.
+bool ShareId(const Options& options, ncclUniqueId* id) {
+  const std::filesystem::path path = std::filesystem::path(options.dir) / "nccl_id";
+  if (options.rank == 0) {
+    if (ncclGetUniqueId(id) != ncclSuccess) return false;
+    const std::filesystem::path tmp = path.string() + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(id), sizeof(*id));
+    std::filesystem::rename(tmp, path);
+    return true;
+  }
+  for (int tries = 0; tries < 1200; ++tries) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(reinterpret_cast<char*>(id), sizeof(*id))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+uint64_t Hash(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+size_t Differing(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, size_t element) {
+  size_t count = 0;
+  for (size_t i = 0; i + element <= a.size() && i + element <= b.size(); i += element) {
+    count += std::memcmp(&a[i], &b[i], element) != 0;
+  }
+  return count;
+}
+
+// Relative L2 and max abs error of `got` against the fp64 reference.
+std::pair<double, double> Errors(const std::vector<uint8_t>& got, ncclDataType_t dtype,
+                                 const std::vector<double>& reference) {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double d = zpp::test::ElementAt(got, dtype, i) - reference[i];
+    diff2 += d * d;
+    ref2 += reference[i] * reference[i];
+    max_abs = std::max(max_abs, std::abs(d));
+  }
+  return {ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2), max_abs};
+}
+
+const char* DtypeName(ncclDataType_t dtype) {
+  return dtype == ncclFloat32 ? "float" : dtype == ncclFloat16 ? "half" : "bfloat16";
+}
+
+class Checker {
+ public:
+  Checker(const Options& options, ncclComm_t comm, cudaStream_t stream)
+      : options_(options), comm_(comm), stream_(stream), plain_(LoadPlain()), zpp_(LoadZpp()) {
+    layout_ =
+        zpp::sim::ClusterLayout::Uniform(options.ranks / options.local_size, options.local_size);
+    shape_ = zpp::sim::ShapeOf(layout_);
+    settings_ = zpp::plan::SettingsFrom(zpp::GetConfig());
+  }
+
+  bool ready() const { return plain_.all_gather != nullptr && plain_.reduce_scatter != nullptr; }
+  const std::vector<Json>& rows() const { return rows_; }
+  bool all_ok() const { return all_ok_; }
+
+  // One collective, zpp and plain, against the simulation. Returns non-zero on a CUDA failure.
+  int Collective(zpp::plan::CollectiveOp op, ncclDataType_t dtype, size_t count,
+                 zpp::plan::Reduction reduction, const char* label);
+  int Grouped(size_t count);
+  int Captured(size_t count);
+  int HpzSteps(size_t count, int steps);
+
+ private:
+  void Record(Json row, bool ok) {
+    row["rank"] = options_.rank;
+    row["ok"] = ok;
+    all_ok_ = all_ok_ && ok;
+    rows_.push_back(std::move(row));
+  }
+  zppStats_t Stats() const {
+    zppStats_t stats{};
+    if (zpp_.comm_stats != nullptr) zpp_.comm_stats(comm_, &stats);
+    return stats;
+  }
+  int Upload(const std::vector<double>& values, ncclDataType_t dtype, void** device);
+  int Download(const void* device, size_t bytes, std::vector<uint8_t>* host);
+  bool SameOnEveryRank(uint64_t hash);
+
+  const Options& options_;
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  PlainNccl plain_;
+  ZppApi zpp_;
+  zpp::sim::ClusterLayout layout_;
+  zpp::plan::Shape shape_;
+  zpp::plan::Settings settings_;
+  std::vector<Json> rows_;
+  bool all_ok_ = true;
+};
+
+int Checker::Upload(const std::vector<double>& values, ncclDataType_t dtype, void** device) {
+  std::vector<float> floats(values.begin(), values.end());
+  std::vector<uint8_t> bytes(values.size() * zpp::codec::ElementBytes(dtype));
+  zpp::codec::StoreElements(bytes.data(), dtype, 0, floats.size(), floats.data());
+  CHECK_CUDA(cudaMalloc(device, bytes.size() + 16));
+  CHECK_CUDA(cudaMemcpy(*device, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  return 0;
+}
+
+int Checker::Download(const void* device, size_t bytes, std::vector<uint8_t>* host) {
+  host->resize(bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream_));
+  CHECK_CUDA(cudaMemcpy(host->data(), device, bytes, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+// All ranks' hashes through plain NCCL; true when all equal this rank's.
+bool Checker::SameOnEveryRank(uint64_t hash) {
+  uint64_t* device = nullptr;
+  if (cudaMalloc(&device, sizeof(uint64_t) * (options_.ranks + 1)) != cudaSuccess) return false;
+  cudaMemcpy(device, &hash, sizeof(hash), cudaMemcpyHostToDevice);
+  plain_.all_gather(device, device + 1, 1, ncclUint64, comm_, stream_);
+  std::vector<uint64_t> all(options_.ranks);
+  cudaStreamSynchronize(stream_);
+  cudaMemcpy(all.data(), device + 1, sizeof(uint64_t) * options_.ranks, cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  for (uint64_t h : all) {
+    if (h != hash) return false;
+  }
+  return true;
+}
+
+int Checker::Collective(zpp::plan::CollectiveOp op, ncclDataType_t dtype, size_t count,
+                        zpp::plan::Reduction reduction, const char* label) {
+  const bool gather = op == zpp::plan::CollectiveOp::kAllGather;
+  zpp::test::CollectiveSpec spec;
+  spec.op = op;
+  spec.count = count;
+  spec.dtype = dtype;
+  spec.reduction = reduction;
+  spec.seed = static_cast<uint32_t>(count * 31 + dtype);
+  const zpp::test::CollectiveRun sim = zpp::test::RunCollective(layout_, shape_, settings_, spec);
+  const int n = options_.ranks;
+  const size_t element = zpp::codec::ElementBytes(dtype);
+  const size_t out_count = gather ? count * n : count;
+
+  void* input = nullptr;
+  void* out_zpp = nullptr;
+  void* out_plain = nullptr;
+  if (Upload(sim.input[options_.rank], dtype, &input) != 0) return 1;
+  CHECK_CUDA(cudaMalloc(&out_zpp, out_count * element + 16));
+  CHECK_CUDA(cudaMalloc(&out_plain, out_count * element + 16));
+  const zppStats_t before = Stats();
+  const ncclRedOp_t nccl_op = reduction == zpp::plan::Reduction::kAvg ? ncclAvg : ncclSum;
+  if (gather) {
+    CHECK_NCCL(ncclAllGather(input, out_zpp, count, dtype, comm_, stream_));
+    CHECK_NCCL(plain_.all_gather(input, out_plain, count, dtype, comm_, stream_));
+  } else {
+    CHECK_NCCL(ncclReduceScatter(input, out_zpp, count, dtype, nccl_op, comm_, stream_));
+    CHECK_NCCL(plain_.reduce_scatter(input, out_plain, count, dtype, nccl_op, comm_, stream_));
+  }
+  std::vector<uint8_t> got, plain;
+  if (Download(out_zpp, out_count * element, &got) != 0) return 1;
+  if (Download(out_plain, out_count * element, &plain) != 0) return 1;
+  const zppStats_t after = Stats();
+  const uint64_t zpp_calls = (after.calls[zppPathQwz] - before.calls[zppPathQwz]) +
+                             (after.calls[zppPathHpz] - before.calls[zppPathHpz]) +
+                             (after.calls[zppPathQgz] - before.calls[zppPathQgz]);
+
+  // The fp64 reference.
+  std::vector<double> reference(out_count, 0.0);
+  for (size_t i = 0; i < out_count; ++i) {
+    if (gather) {
+      reference[i] = sim.input[i / count][i % count];
+    } else {
+      for (int r = 0; r < n; ++r) reference[i] += sim.input[r][options_.rank * count + i];
+      if (reduction == zpp::plan::Reduction::kAvg) reference[i] /= n;
+    }
+  }
+  const auto [rel_l2, max_abs] = Errors(got, dtype, reference);
+  const bool passed_through = zpp_calls == 0;
+  // A reduce-scatter NCCL ran sums in NCCL's order, not the simulation's.
+  const bool comparable_to_sim = gather || !passed_through;
+  const size_t wrong_vs_sim =
+      comparable_to_sim ? Differing(got, sim.output[options_.rank], element) : 0;
+  const bool lossless = gather ? (passed_through || !settings_.qwz) : passed_through;
+  const size_t wrong_vs_plain = Differing(got, plain, element);
+  const bool identical = !gather || SameOnEveryRank(Hash(got));
+  const bool ok = wrong_vs_sim == 0 && (!lossless || wrong_vs_plain == 0) && identical;
+  Record({{"case", label},
+          {"op", gather ? "allgather" : "reducescatter"},
+          {"dtype", DtypeName(dtype)},
+          {"count", count},
+          {"zpp_calls", zpp_calls},
+          {"wrong_vs_sim", wrong_vs_sim},
+          {"lossless", lossless},
+          {"wrong_vs_plain", wrong_vs_plain},
+          {"identical_across_ranks", identical},
+          {"rel_l2_err", rel_l2},
+          {"max_abs_err", max_abs}},
+         ok);
+  cudaFree(input);
+  cudaFree(out_zpp);
+  cudaFree(out_plain);
+  return 0;
+}
+
+// A zpp all-gather inside a group with another NCCL call: passed through, equal to plain.
+int Checker::Grouped(size_t count) {
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = std::sin(0.001 * i + options_.rank);
+  void* input = nullptr;
+  void* a = nullptr;
+  void* b = nullptr;
+  if (Upload(values, ncclFloat32, &input) != 0) return 1;
+  CHECK_CUDA(cudaMalloc(&a, count * 4 * options_.ranks));
+  CHECK_CUDA(cudaMalloc(&b, count * 4 * options_.ranks));
+  const zppStats_t before = Stats();
+  CHECK_NCCL(ncclGroupStart());
+  CHECK_NCCL(ncclAllGather(input, a, count, ncclFloat32, comm_, stream_));
+  CHECK_NCCL(plain_.all_gather(input, b, count, ncclFloat32, comm_, stream_));
+  CHECK_NCCL(ncclGroupEnd());
+  std::vector<uint8_t> got, plain;
+  if (Download(a, count * 4 * options_.ranks, &got) != 0) return 1;
+  if (Download(b, count * 4 * options_.ranks, &plain) != 0) return 1;
+  const zppStats_t after = Stats();
+  const uint64_t grouped = after.passthrough[zppReasonGroup] - before.passthrough[zppReasonGroup];
+  const size_t wrong = Differing(got, plain, 4);
+  Record({{"case", "group"},
+          {"count", count},
+          {"wrong_vs_plain", wrong},
+          {"group_passthroughs", grouped}},
+         wrong == 0 && (zpp_.comm_stats == nullptr || grouped == 1));
+  cudaFree(input);
+  cudaFree(a);
+  cudaFree(b);
+  return 0;
+}
+
+// An all-gather captured in a CUDA graph and replayed: passed through, equal to plain.
+int Checker::Captured(size_t count) {
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = std::cos(0.002 * i + options_.rank);
+  void* input = nullptr;
+  void* a = nullptr;
+  void* b = nullptr;
+  if (Upload(values, ncclBfloat16, &input) != 0) return 1;
+  CHECK_CUDA(cudaMalloc(&a, count * 2 * options_.ranks));
+  CHECK_CUDA(cudaMalloc(&b, count * 2 * options_.ranks));
+  const zppStats_t before = Stats();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+  CHECK_NCCL(ncclAllGather(input, a, count, ncclBfloat16, comm_, stream_));
+  CHECK_CUDA(cudaStreamEndCapture(stream_, &graph));
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_NCCL(plain_.all_gather(input, b, count, ncclBfloat16, comm_, stream_));
+  std::vector<uint8_t> plain;
+  if (Download(b, count * 2 * options_.ranks, &plain) != 0) return 1;
+  size_t wrong = 0;
+  for (int replay = 0; replay < options_.replays; ++replay) {
+    CHECK_CUDA(cudaMemsetAsync(a, 0xEE, count * 2 * options_.ranks, stream_));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream_));
+    std::vector<uint8_t> got;
+    if (Download(a, count * 2 * options_.ranks, &got) != 0) return 1;
+    wrong += Differing(got, plain, 2);
+  }
+  const zppStats_t after = Stats();
+  const uint64_t captured =
+      after.passthrough[zppReasonCapture] - before.passthrough[zppReasonCapture];
+  Record({{"case", "graph-capture"},
+          {"count", count},
+          {"replays", options_.replays},
+          {"wrong_vs_plain", wrong},
+          {"capture_passthroughs", captured}},
+         wrong == 0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(input);
+  cudaFree(a);
+  cudaFree(b);
+  return 0;
+}
+
+// Forward and backward gathers of the same weights over several steps, the epoch advanced
+// after each: the backward output equals the forward one (an hpZ hit or not).
+int Checker::HpzSteps(size_t count, int steps) {
+  void* input = nullptr;
+  void* forward = nullptr;
+  void* backward = nullptr;
+  std::vector<double> values(count);
+  const size_t bytes = count * 2 * options_.ranks;
+  CHECK_CUDA(cudaMalloc(&forward, bytes));
+  CHECK_CUDA(cudaMalloc(&backward, bytes));
+  const zppStats_t before = Stats();
+  size_t wrong = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < count; ++i) values[i] = std::sin(0.01 * i + step + 7 * options_.rank);
+    if (input == nullptr && Upload(values, ncclBfloat16, &input) != 0) return 1;
+    std::vector<float> floats(values.begin(), values.end());
+    std::vector<uint8_t> host(count * 2);
+    zpp::codec::StoreElements(host.data(), ncclBfloat16, 0, count, floats.data());
+    CHECK_CUDA(cudaMemcpyAsync(input, host.data(), host.size(), cudaMemcpyHostToDevice, stream_));
+    CHECK_NCCL(ncclAllGather(input, forward, count, ncclBfloat16, comm_, stream_));
+    CHECK_NCCL(ncclAllGather(input, backward, count, ncclBfloat16, comm_, stream_));
+    std::vector<uint8_t> f, b;
+    if (Download(forward, bytes, &f) != 0 || Download(backward, bytes, &b) != 0) return 1;
+    wrong += Differing(f, b, 2);
+    if (zpp_.advance != nullptr) zpp_.advance(nullptr);
+    zpp::ProcessStepEpoch().Advance();  // the simulation's rounding streams follow the epoch
+  }
+  const zppStats_t after = Stats();
+  Record({{"case", "hpz-steps"},
+          {"count", count},
+          {"steps", steps},
+          {"backward_differs", wrong},
+          {"hpz_hits", after.hpz_hits - before.hpz_hits},
+          {"hpz_verify_failures", after.hpz_verify_failures - before.hpz_verify_failures}},
+         wrong == 0 && after.hpz_verify_failures == before.hpz_verify_failures);
+  cudaFree(input);
+  cudaFree(forward);
+  cudaFree(backward);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"zpp-collective-check: one rank of the plugin's GPU check"};
+  app.add_option("--rank", options.rank, "this process's rank")->required();
+  app.add_option("--ranks", options.ranks, "ranks in all")->required();
+  app.add_option("--local-size", options.local_size, "ranks per simulated node (ZPP_LOCAL_SIZE)");
+  app.add_option("--dir", options.dir, "a folder the ranks share (the NCCL id)")->required();
+  app.add_option("--out", options.out, "JSON lines of this rank's results")->required();
+  app.add_option("--counts", options.counts, "elements per rank to test");
+  app.add_option("--replays", options.replays, "graph replays");
+  CLI11_PARSE(app, argc, argv);
+
+  CHECK_CUDA(cudaSetDevice(0));
+  ncclUniqueId id{};
+  if (!ShareId(options, &id)) {
+    std::fprintf(stderr, "rank %d: no NCCL id in %s\n", options.rank, options.dir.c_str());
+    return 1;
+  }
+  ncclComm_t comm = nullptr;
+  CHECK_NCCL(ncclCommInitRank(&comm, options.ranks, id, options.rank));
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  Checker checker(options, comm, stream);
+  if (!checker.ready()) {
+    std::fprintf(stderr, "rank %d: the real NCCL's functions were not found\n", options.rank);
+    return 1;
+  }
+  using zpp::plan::CollectiveOp;
+  using zpp::plan::Reduction;
+  for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+    for (size_t count : options.counts) {
+      if (checker.Collective(CollectiveOp::kAllGather, dtype, count, Reduction::kNone, "sweep") ||
+          checker.Collective(CollectiveOp::kReduceScatter, dtype, count, Reduction::kSum,
+                             "sweep") ||
+          checker.Collective(CollectiveOp::kReduceScatter, dtype, count, Reduction::kAvg,
+                             "sweep-avg")) {
+        return 1;
+      }
+    }
+  }
+  const size_t big = options.counts.back();
+  if (checker.Grouped(big) || checker.Captured(big) || checker.HpzSteps(big, 5)) return 1;
+
+  std::ofstream out(options.out);
+  for (const Json& row : checker.rows()) out << row.dump() << "\n";
+  cudaStreamDestroy(stream);
+  ncclCommDestroy(comm);
+  std::printf("rank %d: %zu checks, %s\n", options.rank, checker.rows().size(),
+              checker.all_ok() ? "all passed" : "FAILURES");
+  return checker.all_ok() ? 0 : 2;
+}

@@ -1,0 +1,82 @@
+"""zpp-run: the variables it sets, LD_PRELOAD, and the optimizer hook that advances the epoch.
+
+Runs against a stand-in torch (fake_torch/) so that it needs neither torch nor a GPU.
+Usage: zpp_run_test.py ZPP_RUN LIBZPP
+"""
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+ZPP_RUN, LIBRARY = sys.argv[1], sys.argv[2]
+
+PROGRAM = r"""
+import ctypes, os
+import torch
+epoch = ctypes.c_uint64(0)
+zpp = ctypes.CDLL(None)
+optimizer = torch.optim.Optimizer()
+for _ in range(STEPS):
+    optimizer.step()
+assert zpp.zppGetStepEpoch(ctypes.byref(epoch)) == 0
+print("epoch", epoch.value)
+for name in ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTER", "ZPP_STATS"):
+    print(name, os.environ.get(name, "-"))
+print("preload", os.environ["LD_PRELOAD"])
+"""
+
+
+def run(*flags, steps=3, env_extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(HERE, "fake_torch")
+    env.pop("LD_PRELOAD", None)
+    env.update(env_extra or {})
+    command = [ZPP_RUN, "--lib", LIBRARY, *flags, "--", sys.executable, "-c",
+               PROGRAM.replace("STEPS", str(steps))]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+class ZppRunTest(unittest.TestCase):
+    def test_preset_sets_the_zero_plus_plus_variables_and_preloads(self):
+        result = run("--preset", "zero++")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ZPP_QWZ 1\n", result.stdout)
+        self.assertIn("ZPP_QWZ_BITS 8\n", result.stdout)
+        self.assertIn("ZPP_HPZ 1\n", result.stdout)
+        self.assertIn("ZPP_QGZ 1\n", result.stdout)
+        self.assertIn("ZPP_QGZ_BITS_INTER 4\n", result.stdout)
+        self.assertIn("preload " + os.path.realpath(LIBRARY), result.stdout)
+
+    def test_optimizer_steps_advance_the_step_epoch(self):
+        result = run("--hpz", steps=5)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("epoch 5\n", result.stdout)
+        self.assertIn("ZPP_QWZ -\n", result.stdout)
+
+    def test_qwz_bits_and_stats_flags(self):
+        result = run("--qwz=4", "--stats")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ZPP_QWZ_BITS 4\n", result.stdout)
+        self.assertIn("ZPP_STATS 1\n", result.stdout)
+
+    def test_existing_preload_is_kept_after_zpp(self):
+        result = run("--qgz", env_extra={"LD_PRELOAD": "/lib/x86_64-linux-gnu/libm.so.6"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(os.path.realpath(LIBRARY) + ":/lib/x86_64-linux-gnu/libm.so.6",
+                      result.stdout)
+
+    def test_missing_library_is_a_clear_error(self):
+        result = subprocess.run([ZPP_RUN, "--lib", "/nonexistent/libzpp.so", "--", "true"],
+                                capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("does not exist", result.stderr)
+
+    def test_no_command_is_a_usage_error(self):
+        result = subprocess.run([ZPP_RUN, "--hpz"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no command given", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
