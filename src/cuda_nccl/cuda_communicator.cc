@@ -1,6 +1,8 @@
 // SetUpZppCommunicator for builds with CUDA: topology, configuration agreement, sub-communicators
 // and the engine on the cuda_nccl backend.
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "config/config.h"
 #include "cuda_nccl/backend_byte_all_gather.h"
@@ -102,7 +104,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   std::unique_ptr<engine::Engine> engine_;
 };
 
-topology::LocalFacts LocalFactsOf(int device, const config::EnvLookup& env) {
+topology::LocalFacts DiscoverLocalFacts(int device, const config::EnvLookup& env) {
   topology::LocalFacts local;
   local.host = topology::DiscoverHostIdentity(env);
   local.local_device = device;
@@ -116,6 +118,17 @@ topology::LocalFacts LocalFactsOf(int device, const config::EnvLookup& env) {
     local.picture = topology::LocalPicture{};
   }
   return local;
+}
+
+// hwloc's walk of the machine takes a while and a framework makes many communicators: once
+// per device and process.
+const topology::LocalFacts& LocalFactsOf(int device, const config::EnvLookup& env) {
+  static std::mutex mutex;
+  static auto* facts = new std::map<int, topology::LocalFacts>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = facts->find(device);
+  if (found == facts->end()) found = facts->emplace(device, DiscoverLocalFacts(device, env)).first;
+  return found->second;
 }
 
 }  // namespace

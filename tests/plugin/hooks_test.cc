@@ -120,8 +120,9 @@ TEST(HooksTest, BadArgumentsPassThroughAndNcclReportsThem) {
   EXPECT_EQ(ncclAllGather(nullptr, data, 4, ncclFloat32, comm, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclReduceScatter(data, nullptr, 4, ncclFloat32, ncclSum, comm, nullptr),
             ncclInvalidArgument);
-  // An unknown dtype, an unknown op.
-  EXPECT_EQ(ncclAllGather(data, data, 4, static_cast<ncclDataType_t>(99), comm, nullptr),
+  // An unknown dtype (the first value past NCCL's: still inside the enum's range, so no UB in
+  // C++), an unknown op.
+  EXPECT_EQ(ncclAllGather(data, data, 4, static_cast<ncclDataType_t>(ncclNumTypes), comm, nullptr),
             ncclInvalidArgument);
   EXPECT_EQ(
       ncclReduceScatter(data, data, 4, ncclFloat32, static_cast<ncclRedOp_t>(1000), comm, nullptr),

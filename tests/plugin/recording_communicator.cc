@@ -1,0 +1,60 @@
+#include "recording_communicator.h"
+
+#include "config/config.h"
+#include "plan/planner.h"
+
+namespace zpp {
+namespace {
+
+class RecordingCommunicator final : public ZppCommunicator {
+ public:
+  RecordingCommunicator() {
+    shape_.world = 4;
+    shape_.nodes = 2;
+    shape_.min_local_size = 2;
+    shape_.hierarchical_allowed = true;
+    settings_ = plan::SettingsFrom(GetConfig());
+    ++test::Recording().live;
+  }
+  ~RecordingCommunicator() override { --test::Recording().live; }
+
+  const plan::Shape& shape() const override { return shape_; }
+  const plan::Settings& settings() const override { return settings_; }
+  Result AllGather(const engine::AllGatherArgs& args, cudaStream_t) override {
+    test::Recording().all_gathers.push_back(args);
+    return ncclSuccess;
+  }
+  Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t) override {
+    test::Recording().reduce_scatters.push_back(args);
+    return ncclSuccess;
+  }
+  void Abort() override { ++test::Recording().aborts; }
+
+ private:
+  plan::Shape shape_;
+  plan::Settings settings_;
+};
+
+}  // namespace
+
+Result SetUpZppCommunicator(const NcclFunctions&, ncclComm_t, StatsCounters&,
+                            std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
+  if (test::Recording().fail_setup) {
+    *why_not = "set-up failed on purpose";
+    return ncclSystemError;
+  }
+  *out = std::make_unique<RecordingCommunicator>();
+  return ncclSuccess;
+}
+
+bool StreamCapturing(cudaStream_t) { return test::Recording().capturing; }
+
+namespace test {
+
+Recorded& Recording() {
+  static Recorded recorded;
+  return recorded;
+}
+
+}  // namespace test
+}  // namespace zpp
