@@ -1,15 +1,16 @@
 // The two collectives zpp takes over. Each call either runs a zpp plan on the communicator's
 // ZppCommunicator or goes to the real NCCL unchanged (contract 2), with the reason counted.
 // Every input to that choice is identical on all ranks (contract 3): the call's count, dtype
-// and op, the communicator's agreed shape and settings, and whether the call is grouped or
-// captured (all ranks of an SPMD job group and capture the same calls).
+// and op, the communicator's agreed shape and settings, and whether the call is captured (all
+// ranks of an SPMD job capture the same calls). Inside a group, zpp's plan waits for the group's
+// end (plugin/group_state.h).
 #include <optional>
 
 #include "common/c_boundary.h"
 #include "common/nccl_types.h"
 #include "plan/planner.h"
 #include "plugin/comm_registry.h"
-#include "plugin/group_depth.h"
+#include "plugin/group_state.h"
 #include "plugin/premul_registry.h"
 #include "plugin/real_call.h"
 #include "zpp/zpp.h"
@@ -23,7 +24,6 @@ std::optional<zppPassThroughReason_t> CommReason(const CommState& state, bool ar
   if (!args_valid) return zppReasonInvalidArgs;
   if (!state.blocking) return zppReasonNonblocking;
   if (state.nranks < 2) return zppReasonOneRank;
-  if (zpp::plugin::GroupDepth() > 0) return zppReasonGroup;
   if (state.zpp == nullptr) return zppReasonUnavailable;
   return std::nullopt;
 }
@@ -94,6 +94,10 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
     args.recv = recvbuff;
     args.count = sendcount;
     args.dtype = datatype;
+    if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
+      group.deferred.push_back({state, args, std::nullopt, stream});
+      return ncclSuccess;
+    }
     zpp::log::ScopedRank rank(state->rank);
     return state->zpp->AllGather(args, stream);
   });
@@ -135,6 +139,10 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
     if (zpp::StreamCapturing(stream)) {
       state->stats.AddPassThrough(zppReasonCapture, input_bytes);
       return forward();
+    }
+    if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
+      group.deferred.push_back({state, std::nullopt, args, stream});
+      return ncclSuccess;
     }
     zpp::log::ScopedRank rank(state->rank);
     return state->zpp->ReduceScatter(args, stream);

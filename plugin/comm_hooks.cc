@@ -3,7 +3,7 @@
 #include "common/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"
-#include "plugin/group_depth.h"
+#include "plugin/group_state.h"
 #include "plugin/premul_registry.h"
 #include "plugin/real_call.h"
 #include "zpp/zpp.h"
@@ -138,7 +138,7 @@ ZPP_API ncclResult_t ncclGroupStart() {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, GroupStart);
     const ncclResult_t result = nccl->GroupStart();
-    if (result == ncclSuccess) ++zpp::plugin::GroupDepth();
+    if (result == ncclSuccess) ++zpp::plugin::ThisThreadGroup().depth;
     return result;
   });
 }
@@ -146,10 +146,20 @@ ZPP_API ncclResult_t ncclGroupStart() {
 ZPP_API ncclResult_t ncclGroupEnd() {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, GroupEnd);
+    zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup();
     // NCCL closes the group level even when the end reports an error.
-    int& depth = zpp::plugin::GroupDepth();
-    if (depth > 0) --depth;
-    return nccl->GroupEnd();
+    if (group.depth > 0) --group.depth;
+    if (group.depth > 0) return nccl->GroupEnd();
+    std::vector<zpp::plugin::DeferredCall> deferred = std::move(group.deferred);
+    group.deferred.clear();
+    const ncclResult_t result = nccl->GroupEnd();
+    if (deferred.empty()) return result;
+    if (result != ncclSuccess) {
+      ZPP_WARN("ncclGroupEnd failed (%d): the group's %zu zpp call(s) did not run",
+               static_cast<int>(result), deferred.size());
+      return result;
+    }
+    return zpp::plugin::RunDeferred(std::move(deferred));
   });
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "log/log.h"
-#include "plugin/group_depth.h"
+#include "plugin/group_state.h"
 
 namespace zpp::plugin {
 namespace {
@@ -36,7 +36,7 @@ void AfterCreation(const NcclFunctions& nccl, ncclComm_t comm, bool blocking, co
     state->unavailable = "nonblocking communicator (config.blocking = 0): its calls pass through";
   } else if (nranks < 2) {
     state->unavailable = "one rank: its calls pass through";
-  } else if (GroupDepth() > 0) {
+  } else if (ThisThreadGroup().depth > 0) {
     state->unavailable = std::string("created by ") + how +
                          " inside ncclGroupStart/End: zpp cannot set up there, calls pass through";
   } else {

@@ -47,13 +47,12 @@ typedef enum {
   zppReasonConfigMismatch = 6, /* ranks disagree on their zpp settings */
   zppReasonNonblocking = 7,    /* nonblocking communicator */
   zppReasonInternal = 8,       /* zpp could not prepare the call; NCCL ran it */
-  zppReasonGroup = 9,          /* called between ncclGroupStart and ncclGroupEnd */
-  zppReasonCapture = 10,       /* the stream is capturing a CUDA graph */
-  zppReasonUnavailable = 11,   /* zpp is not set up on this communicator (no GPU backend, or
+  zppReasonCapture = 9,        /* the stream is capturing a CUDA graph */
+  zppReasonUnavailable = 10,   /* zpp is not set up on this communicator (no GPU backend, or
                                   set-up failed; the log says which) */
-  zppReasonInvalidComm = 12,   /* a communicator zpp did not see created */
-  zppReasonInvalidArgs = 13,   /* NULL buffers, unknown dtype or op: NCCL reports its error */
-  zppNumReasons = 14
+  zppReasonInvalidComm = 11,   /* a communicator zpp did not see created */
+  zppReasonInvalidArgs = 12,   /* NULL buffers, unknown dtype or op: NCCL reports its error */
+  zppNumReasons = 13
 } zppPassThroughReason_t;
 
 /* The link a byte crossed. */

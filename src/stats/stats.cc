@@ -77,8 +77,6 @@ const char* PassThroughReasonName(int reason) {
       return "nonblocking";
     case zppReasonInternal:
       return "internal";
-    case zppReasonGroup:
-      return "group";
     case zppReasonCapture:
       return "capture";
     case zppReasonUnavailable:

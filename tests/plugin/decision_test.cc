@@ -161,21 +161,41 @@ TEST_F(DecisionTest, OpsZppDoesNotTakeGoToNccl) {
   EXPECT_EQ(Reason(zppReasonRedOp), 3u);
 }
 
-TEST_F(DecisionTest, GroupedAndCapturedCallsGoToNccl) {
+TEST_F(DecisionTest, GroupedCallsRunAtTheOutermostGroupEndInCallOrder) {
+  std::vector<float> other(kLarge * 4);
+  const int ends = FakeCalls("ncclGroupEnd");
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
             ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(other.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  // A call zpp does not take goes into NCCL's group as usual.
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), 10, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_TRUE(Recording().all_gathers.empty()) << "ran before the outermost group end";
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclGroupEnd"), ends + 2);
+  ASSERT_EQ(Recording().all_gathers.size(), 2u);
+  EXPECT_EQ(Recording().all_gathers[0].send, send_.data());
+  EXPECT_EQ(Recording().all_gathers[1].send, other.data());
+  EXPECT_EQ(Reason(zppReasonSmall), 1u);
+  // The next group starts empty.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(Recording().all_gathers.size(), 2u);
+}
+
+TEST_F(DecisionTest, CapturedCallsGoToNccl) {
   Recording().capturing = true;
   EXPECT_EQ(
       ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
       ncclSuccess);
   Recording().capturing = false;
-  EXPECT_TRUE(Recording().all_gathers.empty());
   EXPECT_TRUE(Recording().reduce_scatters.empty());
-  EXPECT_EQ(Reason(zppReasonGroup), 1u);
   EXPECT_EQ(Reason(zppReasonCapture), 1u);
-  // And the next plain call runs on zpp again.
+  // And the next call runs on zpp again.
   EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
             ncclSuccess);
   EXPECT_EQ(Recording().all_gathers.size(), 1u);

@@ -1,0 +1,39 @@
+// NCCL's groups, per thread: NCCL launches the calls made between ncclGroupStart and the
+// outermost ncclGroupEnd only at that end, so a zpp plan cannot run where its call is made (a
+// dequantize enqueued after a deferred gather would read garbage; contract 4). zpp defers its
+// plans the same way: they run in call order right after the real outermost ncclGroupEnd has
+// launched the rest of the group, on the streams they were called with. Every rank groups the
+// same calls, so every rank runs the same plans in the same order.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/collective_args.h"
+#include "plugin/comm_registry.h"
+
+namespace zpp::plugin {
+
+struct DeferredCall {
+  std::shared_ptr<CommState> state;
+  std::optional<engine::AllGatherArgs> all_gather;
+  std::optional<engine::ReduceScatterArgs> reduce_scatter;
+  cudaStream_t stream = nullptr;
+};
+
+struct GroupState {
+  int depth = 0;  // open ncclGroupStart calls
+  std::vector<DeferredCall> deferred;
+};
+
+GroupState& ThisThreadGroup();
+
+// Runs `calls` in order; the first failure is returned (later calls still run: the other ranks
+// run theirs, and a rank that skipped some would leave them waiting).
+ncclResult_t RunDeferred(std::vector<DeferredCall> calls);
+
+}  // namespace zpp::plugin
