@@ -12,6 +12,7 @@ packages=(
   libhwloc-dev hwloc                 # topology discovery
   libucx-dev                         # the multi-process CPU transport
   nlohmann-json3-dev libcli11-dev    # JSON output, command-line parsing
+  python3-matplotlib                 # make demo's plots (tools/plot_bench.py)
 )
 
 missing=()

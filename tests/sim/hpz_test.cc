@@ -8,10 +8,15 @@
 #include <vector>
 
 #include "log/log.h"
-#include "training_step.h"
+#include "step/training_step.h"
 
 namespace zpp::test {
 namespace {
+
+using step::InputBuffers;
+using step::RunTraining;
+using step::TrainingResult;
+using step::TrainingSpec;
 
 plan::Settings Config(bool qwz, bool hpz, bool qgz) {
   plan::Settings s;
@@ -31,15 +36,10 @@ TrainingSpec Spec(plan::Settings settings) {
   return spec;
 }
 
-// Inter-node bytes per step, from step 2 on (hpZ reuse is agreed by then), in units of one
-// plain all-gather of the whole model.
+// Rank 0's inter-node bytes per step, from step 2 on (hpZ reuse is agreed by then), in units
+// of one plain all-gather of the whole model.
 double SteadyRelativeVolume(const TrainingResult& result) {
-  double steady = 0;
-  for (size_t s = 2; s < result.off_node_bytes_per_step.size(); ++s) {
-    steady += result.off_node_bytes_per_step[s];
-  }
-  steady /= static_cast<double>(result.off_node_bytes_per_step.size() - 2);
-  return steady / result.plain_gather_bytes;
+  return step::SteadyRelativeVolume(result, /*cluster=*/false);
 }
 
 TEST(TrainingStepTest, PlainZero3MovesThreeGathersPerStep) {

@@ -1,4 +1,4 @@
-#include "training_step.h"
+#include "step/training_step.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include "epoch/step_epoch.h"
 #include "sim/sim_backend.h"
 
-namespace zpp::test {
+namespace zpp::step {
 namespace {
 
 // The weight of element i of layer l's shard on `rank` in `step`: changes every step.
@@ -49,6 +49,10 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   TrainingResult result;
   result.plain_gather_bytes = static_cast<double>((shape.nodes - 1) * model_shard_bytes);
   result.off_node_bytes_per_step.assign(spec.steps, 0);
+  result.cluster_plain_gather_bytes = n * result.plain_gather_bytes;
+  result.cluster_off_node_bytes_per_step.assign(spec.steps, 0);
+  // Steps end at different times on different ranks: each rank adds its own share.
+  std::vector<std::atomic<uint64_t>> cluster_bytes(spec.steps);
   std::atomic<uint64_t> hits{0}, failures_reported{0};
   std::atomic<int> failures{0}, mismatches{0}, nans{0};
   std::atomic<uint64_t> harness_syncs{0};
@@ -174,6 +178,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       const uint64_t off_node =
           world.SentBytes(rank, zppLinkInterNode) + world.SentBytes(rank, zppLinkInterRack);
       if (rank == 0) result.off_node_bytes_per_step[step] = double(off_node - last_off_node);
+      cluster_bytes[step] += off_node - last_off_node;
       last_off_node = off_node;
     }
     engine.PollDeviceErrors();
@@ -182,6 +187,9 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
   });
+  for (int step = 0; step < spec.steps; ++step) {
+    result.cluster_off_node_bytes_per_step[step] = static_cast<double>(cluster_bytes[step].load());
+  }
   result.weight_rel_l2 = weights.Relative();
   result.gradient_rel_l2 = gradients.Relative();
   result.hits = hits;
@@ -193,4 +201,29 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   return result;
 }
 
-}  // namespace zpp::test
+namespace {
+
+double SteadyMean(const std::vector<double>& per_step, int first_steady_step) {
+  double sum = 0;
+  int steps = 0;
+  for (size_t s = static_cast<size_t>(first_steady_step); s < per_step.size(); ++s, ++steps) {
+    sum += per_step[s];
+  }
+  return steps == 0 ? 0 : sum / steps;
+}
+
+}  // namespace
+
+double SteadyRelativeVolume(const TrainingResult& result, bool cluster, int first_steady_step) {
+  const double unit = cluster ? result.cluster_plain_gather_bytes : result.plain_gather_bytes;
+  if (unit == 0) return 0;
+  const auto& per_step =
+      cluster ? result.cluster_off_node_bytes_per_step : result.off_node_bytes_per_step;
+  return SteadyMean(per_step, first_steady_step) / unit;
+}
+
+double SteadyClusterBytesPerStep(const TrainingResult& result, int first_steady_step) {
+  return SteadyMean(result.cluster_off_node_bytes_per_step, first_steady_step);
+}
+
+}  // namespace zpp::step

@@ -1,6 +1,7 @@
 // A ZeRO-3 training step replayed on the simulated cluster: forward all-gathers (layer order),
 // backward all-gathers (reverse order), gradient reduce-scatters, the weights changed after
-// every step and the step epoch advanced (or not, to test misuse).
+// every step and the step epoch advanced (or not, to test misuse). Used by zpp-bench's step
+// mode, zpp-step-volumes (the README's table) and the hpZ tests.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include "plan/plan.h"
 #include "sim/cluster_layout.h"
 
-namespace zpp::test {
+namespace zpp::step {
 
 enum class InputBuffers {
   kPerLayer,          // each layer's shard in its own buffer (FSDP1, ZeRO-3)
@@ -32,7 +33,9 @@ struct TrainingSpec {
 
 struct TrainingResult {
   std::vector<double> off_node_bytes_per_step;  // rank 0's, per step
-  double plain_gather_bytes = 0;   // rank 0's off-node bytes for one plain gather of the model
+  double plain_gather_bytes = 0;  // rank 0's off-node bytes for one plain gather of the model
+  std::vector<double> cluster_off_node_bytes_per_step;  // all ranks together, per step
+  double cluster_plain_gather_bytes = 0;                // all ranks, one plain gather
   double weight_rel_l2 = 0;        // gathered weights against the exact ones (all steps)
   double gradient_rel_l2 = 0;      // reduce-scattered gradients against fp64 sums
   uint64_t hits = 0;               // over all ranks
@@ -45,4 +48,11 @@ struct TrainingResult {
 
 TrainingResult RunTraining(const TrainingSpec& spec);
 
-}  // namespace zpp::test
+// Off-node bytes per step from `first_steady_step` on (hpZ reuse is agreed from step 2), in
+// units of one plain all-gather of the whole model: 3.0 for plain ZeRO-3. Cluster-wide when
+// `cluster`, else rank 0's. 0 when there are no steady steps.
+double SteadyRelativeVolume(const TrainingResult& result, bool cluster, int first_steady_step = 2);
+// The cluster's off-node bytes per steady step (same steps as above).
+double SteadyClusterBytesPerStep(const TrainingResult& result, int first_steady_step = 2);
+
+}  // namespace zpp::step

@@ -1,0 +1,116 @@
+#include "bench/zpp_bench/bench_cli.h"
+
+#include <cctype>
+#include <charconv>
+
+#include "step/mode.h"
+
+namespace zpp::bench {
+
+bool ParseSize(const std::string& text, uint64_t* bytes) {
+  uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [rest, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || rest == text.data()) return false;
+  int shift = 0;
+  if (rest != end) {
+    if (rest + 1 != end) return false;
+    switch (std::toupper(static_cast<unsigned char>(*rest))) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return false;
+    }
+  }
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return false;
+  *bytes = value << shift;
+  return true;
+}
+
+void AddSweepOptions(CLI::App& app, BenchCli& cli) {
+  auto size_check = [](const std::string& text) {
+    uint64_t bytes = 0;
+    return ParseSize(text, &bytes) ? std::string() : "a size: 8, 64K, 256M, 1G";
+  };
+  auto mode_check = [](const std::string& text) {
+    plan::Settings settings;
+    return step::ParseMode(text, &settings) == ncclSuccess
+               ? std::string()
+               : "a mode: nccl, zero++, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by '+'";
+  };
+  app.add_option("-b,--minbytes", cli.min_bytes, "smallest size (whole buffer), e.g. 8, 64K")
+      ->check(CLI::Validator(size_check, "SIZE"))
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", cli.max_bytes, "largest size")
+      ->check(CLI::Validator(size_check, "SIZE"))
+      ->capture_default_str();
+  app.add_option("-f,--stepfactor", cli.step_factor, "size multiplier between sizes")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1024}))
+      ->capture_default_str();
+  app.add_option("--ops", cli.ops, "operations")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"allgather", "reducescatter"}))
+      ->capture_default_str();
+  app.add_option("--modes", cli.modes,
+                 "modes, comma list: nccl (plain), zero++, or techniques joined by '+': "
+                 "qwz[4|8], hpz, qgz[<intra>/<inter>]")
+      ->delimiter(',')
+      ->check(CLI::Validator(mode_check, "MODE"))
+      ->capture_default_str();
+  app.add_option("-d,--dtypes", cli.dtypes, "element types")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"float", "half", "bfloat16"}))
+      ->capture_default_str();
+  app.add_option("-w,--warmup_iters", cli.warmup, "untimed calls per case")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("-n,--iters", cli.iterations, "timed calls per case (the median is reported)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_flag("--no-sweep", cli.no_sweep, "skip the size sweep (step mode or projection only)");
+  app.add_option("--block", cli.block, "elements per quantization block (default: ZPP_BLOCK)")
+      ->check(CLI::IsMember({32, 64, 128, 256, 512, 1024, 2048, 4096}));
+  app.add_option("--zpp-min-bytes", cli.zpp_min_bytes,
+                 "buffers below this go through plain (default: ZPP_MIN_BYTES)")
+      ->check(CLI::Validator(size_check, "SIZE"));
+  app.add_option("--backend", cli.backend, "sim (simulated cluster, CPU) or nccl (GPU)")
+      ->check(CLI::IsMember({"sim", "nccl"}))
+      ->capture_default_str();
+  app.add_option("--nodes", cli.nodes, "nodes of the cluster")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--gpus-per-node", cli.gpus_per_node, "ranks per node")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--racks", cli.racks, "racks (nodes divided evenly)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--step-model", cli.step_models,
+                 "step mode: models to replay a ZeRO-3 step of, comma list of 125M, 1.3B, 7B "
+                 "or files of 'name elements' lines")
+      ->delimiter(',');
+  app.add_option("--step-configs", cli.step_configs,
+                 "step mode: configurations (modes; default: the README's table)")
+      ->delimiter(',')
+      ->check(CLI::Validator(mode_check, "MODE"));
+  app.add_option("--steps", cli.steps, "step mode: steps replayed (volume from step 2 on)")
+      ->check(CLI::Range(3, 100))
+      ->capture_default_str();
+  app.add_option("--step-elements", cli.step_elements,
+                 "step mode: the replayed model's size; every unit is scaled by one factor")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--json", cli.json_path, "also write the results as JSON to this file");
+  app.add_flag("--project", cli.project,
+               "print the cost model's projected step communication time for --step-model on "
+               "--nodes x --gpus-per-node (no measurement)");
+}
+
+}  // namespace zpp::bench

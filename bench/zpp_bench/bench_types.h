@@ -1,0 +1,53 @@
+// What zpp-bench measures: one collective case (an operation, a mode, a dtype, a size) and the
+// row of the nccl-tests-style table it gives, plus step mode's per-configuration figures.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "step/step_replay.h"
+
+namespace zpp::bench {
+
+struct CollectiveCase {
+  plan::CollectiveOp op = plan::CollectiveOp::kAllGather;
+  std::string mode;  // step::ModeName of the settings
+  plan::Settings settings;
+  ncclDataType_t dtype = ncclBfloat16;
+  uint64_t count = 0;  // elements per rank: sendcount (all-gather), recvcount (reduce-scatter)
+  int warmup = 1;
+  int iterations = 5;
+};
+
+// What a runner measured for one case.
+struct Measurement {
+  double time_us = 0;  // median over the timed iterations
+  // Bytes all ranks sent over each link class in one call.
+  uint64_t bytes_intra_node = 0;
+  uint64_t bytes_inter_node = 0;
+  uint64_t bytes_inter_rack = 0;
+  double rel_l2_err = 0;  // all outputs against the fp64 reference
+  double max_abs_err = 0;
+  std::optional<uint64_t> wrong;  // outputs off the reference, for lossless plans only
+  std::string plan;               // the plan the engine chose (PlanKindName)
+};
+
+// One table row: nccl-tests' columns (size = the whole gathered / scattered buffer) and ours.
+struct Row {
+  CollectiveCase what;
+  uint64_t bytes = 0;  // count x element size
+  uint64_t count = 0;  // elements of that buffer (nccl-tests' count): per-rank count x ranks
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;  // algbw x (n-1)/n, for both operations
+  Measurement measured;
+};
+
+const char* OpName(plan::CollectiveOp op);    // "allgather", "reducescatter"
+const char* DtypeName(ncclDataType_t dtype);  // "float", "half", "bfloat16" (nccl-tests' names)
+
+}  // namespace zpp::bench

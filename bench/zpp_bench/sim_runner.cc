@@ -1,0 +1,178 @@
+#include "bench/zpp_bench/sim_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "bench/zpp_bench/error_stats.h"
+#include "codec/element_io.h"
+#include "engine/engine.h"
+#include "sim/sim_backend.h"
+
+namespace zpp::bench {
+namespace {
+
+// Unit roundoff of the dtype the output is held in.
+double Epsilon(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclFloat32:
+      return std::ldexp(1.0, -24);
+    case ncclFloat16:
+      return std::ldexp(1.0, -11);
+    default:
+      return std::ldexp(1.0, -8);
+  }
+}
+
+// Rank `rank`'s input, Gaussian, as the dtype holds it.
+std::vector<float> HeldInput(int rank, size_t count, ncclDataType_t dtype) {
+  std::mt19937_64 generator(0x5eed0000u + static_cast<uint64_t>(rank));
+  std::normal_distribution<float> normal;
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(generator);
+  std::vector<uint8_t> held(count * codec::ElementBytes(dtype));
+  codec::StoreElements(held.data(), dtype, 0, count, values.data());
+  codec::LoadElements(held.data(), dtype, 0, count, values.data());
+  return values;
+}
+
+bool Lossless(const plan::Plan& plan, plan::CollectiveOp op) {
+  if (plan.kind == plan::PlanKind::kPassThrough) return true;
+  return op == plan::CollectiveOp::kAllGather && plan.bits_inter == 0;
+}
+
+}  // namespace
+
+std::string SimRunner::machine() const {
+  std::string cpu = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.starts_with("model name")) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return std::string(host) + ": " + cpu + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+}
+
+std::string SimRunner::time_note() const {
+  return "sim backend: time is the CPU time of simulating " + std::to_string(world_size()) +
+         " ranks as threads on this machine (a simulation, not a network); the exact figures "
+         "here are bytes per link class and errors";
+}
+
+Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
+  const int n = layout_.world_size();
+  const bool gather = what.op == plan::CollectiveOp::kAllGather;
+  const size_t element = codec::ElementBytes(what.dtype);
+  const size_t in_count = gather ? what.count : what.count * n;
+  const size_t out_count = gather ? what.count * n : what.count;
+  const plan::Shape shape = sim::ShapeOf(layout_);
+  const int calls = what.warmup + what.iterations;
+  ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
+
+  sim::SimWorld world(layout_);
+  std::vector<double> times_us;
+  std::vector<plan::Plan> plans(n);
+  std::atomic<int> failures{0};
+  ErrorStats errors;
+  std::barrier sync(n);
+  // Every rank's input, for the reference (filled by each rank before its first call).
+  std::vector<std::vector<float>> held(n);
+  world.RunRanks([&](sim::SimBackend& backend) {
+    const int rank = backend.rank();
+    std::vector<uint8_t> input(in_count * element);
+    std::vector<uint8_t> output(out_count * element);
+    held[rank] = HeldInput(rank, in_count, what.dtype);
+    codec::StoreElements(input.data(), what.dtype, 0, in_count, held[rank].data());
+
+    StatsCounters stats;
+    engine::EngineOptions options;
+    options.settings = what.settings;
+    options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, never hits (see README)
+    engine::Engine engine(backend, shape, options, stats);
+    std::unique_ptr<Stream> stream;
+    const bool have_stream = backend.CreateStream(&stream) == ncclSuccess;
+    if (!have_stream) ++failures;
+    for (int call = 0; call < calls; ++call) {
+      sync.arrive_and_wait();
+      const auto start = std::chrono::steady_clock::now();
+      if (have_stream) {
+        const Result result =
+            gather ? engine.AllGather({input.data(), output.data(), what.count, what.dtype},
+                                      *stream, &plans[rank])
+                   : engine.ReduceScatter({input.data(), output.data(), what.count, what.dtype,
+                                           plan::Reduction::kSum, 1.0f},
+                                          *stream, &plans[rank]);
+        if (result != ncclSuccess) ++failures;
+        backend.Synchronize(*stream);
+      }
+      sync.arrive_and_wait();  // the call ends when the last rank's output is there
+      if (rank == 0 && call >= what.warmup) {
+        const auto elapsed = std::chrono::steady_clock::now() - start;
+        times_us.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
+      }
+    }
+
+    // The last call's output against the fp64 reference. Lossless plans must match it: all-
+    // gathers exactly, reduce-scatters within the rounding a sum of n values in the dtype makes.
+    const bool lossless = Lossless(plans[rank], what.op);
+    ErrorStats::Part part;
+    std::vector<float> got(out_count);
+    codec::LoadElements(output.data(), what.dtype, 0, out_count, got.data());
+    if (gather) {
+      for (int src = 0; src < n; ++src) {
+        const std::vector<float>& theirs = held[src];
+        for (size_t i = 0; i < what.count; ++i) {
+          part.Add(got[src * what.count + i], theirs[i], 0.0);
+        }
+      }
+    } else {
+      std::vector<double> sum(what.count, 0.0), magnitude(what.count, 0.0);
+      for (int src = 0; src < n; ++src) {
+        const std::vector<float>& theirs = held[src];
+        for (size_t i = 0; i < what.count; ++i) {
+          const double x = theirs[rank * what.count + i];
+          sum[i] += x;
+          magnitude[i] += std::abs(x);
+        }
+      }
+      const double eps = Epsilon(what.dtype);
+      for (size_t i = 0; i < what.count; ++i) {
+        part.Add(got[i], sum[i], (n + 1) * eps * magnitude[i]);
+      }
+    }
+    if (!lossless) part.wrong = 0;
+    errors.Merge(part);
+  });
+  ZPP_CHECK_ARG(failures.load() == 0, "%d ranks failed a %s call", failures.load(),
+                gather ? "all-gather" : "reduce-scatter");
+
+  Measurement m;
+  std::sort(times_us.begin(), times_us.end());
+  const size_t middle = times_us.size() / 2;
+  m.time_us =
+      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  m.bytes_intra_node = world.TotalSentBytes(zppLinkIntraNode) / calls;
+  m.bytes_inter_node = world.TotalSentBytes(zppLinkInterNode) / calls;
+  m.bytes_inter_rack = world.TotalSentBytes(zppLinkInterRack) / calls;
+  m.rel_l2_err = errors.RelativeL2();
+  m.max_abs_err = errors.MaxAbs();
+  if (Lossless(plans[0], what.op)) m.wrong = errors.Wrong();
+  m.plan = std::string(plan::PlanKindName(plans[0].kind));
+  *out = m;
+  return ncclSuccess;
+}
+
+}  // namespace zpp::bench

@@ -1,0 +1,88 @@
+#include "step/mode.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace zpp::step {
+namespace {
+
+bool ParseBits(std::string_view text, int* bits) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return false;
+  if (value != 4 && value != 8) return false;
+  *bits = value;
+  return true;
+}
+
+bool ParseTechnique(std::string_view token, plan::Settings* s) {
+  if (token == "hpz") {
+    s->hpz = true;
+    return true;
+  }
+  if (token.starts_with("qwz")) {
+    s->qwz = true;
+    s->qwz_bits = 8;
+    return token.size() == 3 || ParseBits(token.substr(3), &s->qwz_bits);
+  }
+  if (token.starts_with("qgz")) {
+    s->qgz = true;
+    s->qgz_bits_intra = 8;
+    s->qgz_bits_inter = 4;
+    if (token.size() == 3) return true;
+    const std::string_view bits = token.substr(3);
+    const size_t slash = bits.find('/');
+    if (slash == std::string_view::npos) return false;
+    return ParseBits(bits.substr(0, slash), &s->qgz_bits_intra) &&
+           ParseBits(bits.substr(slash + 1), &s->qgz_bits_inter);
+  }
+  return false;
+}
+
+bool IsZeroPlusPlus(const plan::Settings& s) {
+  return s.qwz && s.qwz_bits == 8 && s.hpz && s.qgz && s.qgz_bits_intra == 8 &&
+         s.qgz_bits_inter == 4;
+}
+
+}  // namespace
+
+Result ParseMode(std::string_view name, plan::Settings* settings) {
+  plan::Settings s = *settings;
+  s.qwz = s.hpz = s.qgz = false;
+  if (name == "zero++") name = "qwz8+hpz+qgz8/4";
+  if (name != "nccl") {
+    size_t start = 0;
+    while (start <= name.size()) {
+      const size_t plus = std::min(name.find('+', start), name.size());
+      ZPP_CHECK_ARG(ParseTechnique(name.substr(start, plus - start), &s),
+                    "mode '%.*s': expected nccl, zero++, or qwz[4|8], hpz, qgz[<intra>/<inter>] "
+                    "joined by '+' (bits 4 or 8)",
+                    static_cast<int>(name.size()), name.data());
+      start = plus + 1;
+    }
+  }
+  *settings = s;
+  return ncclSuccess;
+}
+
+std::string ModeName(const plan::Settings& s) {
+  if (!s.qwz && !s.hpz && !s.qgz) return "nccl";
+  if (IsZeroPlusPlus(s)) return "zero++";
+  std::string name;
+  auto add = [&name](const std::string& part) { name += (name.empty() ? "" : "+") + part; };
+  if (s.qwz) add("qwz" + std::to_string(s.qwz_bits));
+  if (s.hpz) add("hpz");
+  if (s.qgz) add("qgz" + std::to_string(s.qgz_bits_intra) + "/" + std::to_string(s.qgz_bits_inter));
+  return name;
+}
+
+bool TouchesAllGather(const plan::Settings& s) { return s.qwz || s.hpz; }
+bool TouchesReduceScatter(const plan::Settings& s) { return s.qgz; }
+
+std::vector<std::string> StandardStepModes() {
+  return {"nccl",           "qwz8",   "qwz4",   "hpz",
+          "qwz8+hpz",       "qgz8/4", "zero++", "qwz8+hpz+qgz8/8",
+          "qwz4+hpz+qgz4/4"};
+}
+
+}  // namespace zpp::step

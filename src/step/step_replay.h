@@ -1,0 +1,38 @@
+// Step mode's figures for one model and one configuration: the ZeRO-3 step replayed on the
+// simulated cluster (training_step.h), summarized as zpp-bench and zpp-step-volumes report it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "plan/plan.h"
+#include "sim/cluster_layout.h"
+#include "step/model_shapes.h"
+
+namespace zpp::step {
+
+struct StepReplaySpec {
+  Model model;
+  sim::ClusterLayout layout;
+  plan::Settings settings;  // min_bytes included: 0 replays every unit through its plan
+  ncclDataType_t dtype = ncclBfloat16;
+  int steps = 4;  // the volume is the mean over steps 2.. (hpZ reuse is agreed from step 2)
+  uint64_t max_elements = uint64_t{1} << 20;  // the replayed model's size (ScaleForSim)
+};
+
+struct StepFigures {
+  std::string model;
+  std::string config;  // ModeName of the settings: "nccl", "zero++", "qwz8+hpz", ...
+  double inter_node_bytes_per_step = 0;  // off-node bytes of all ranks, replayed model
+  double relative_volume = 0;            // in plain all-gathers of the model: 3.0 for ZeRO-3
+  double weight_rel_l2 = 0;              // gathered weights against the exact ones
+  double gradient_rel_l2 = 0;            // reduce-scattered gradients against fp64 sums
+  uint64_t replayed_elements = 0;        // the replayed model's parameters
+  double scale_factor = 1;               // full-size parameters / replayed parameters
+};
+
+// Fails when the replay reported a failed collective or has no steady step.
+Result ReplaySteps(const StepReplaySpec& spec, StepFigures* out);
+
+}  // namespace zpp::step

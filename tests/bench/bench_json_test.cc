@@ -1,0 +1,200 @@
+// zpp-bench as a user runs it: the JSON it writes has the documented fields with the right
+// types and consistent values, and --backend nccl fails plainly instead of faking figures.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+namespace zpp::bench {
+namespace {
+
+struct Command {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Command RunCommand(const std::string& command) {
+  Command result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got = 0;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+const char* const kRowFields[] = {"op",
+                                  "mode",
+                                  "dtype",
+                                  "bytes",
+                                  "time_us",
+                                  "algbw_gbps",
+                                  "busbw_gbps",
+                                  "bytes_intra_node",
+                                  "bytes_inter_node",
+                                  "bytes_inter_rack",
+                                  "rel_l2_err",
+                                  "max_abs_err",
+                                  "wrong"};
+const char* const kStepFields[] = {"model", "config", "inter_node_bytes_per_step",
+                                   "relative_volume", "rel_l2_err"};
+
+class BenchJsonTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = new std::string(testing::TempDir() + "zpp_bench_test.json");
+    std::remove(path_->c_str());
+    run_ = new Command(
+        RunCommand(std::string(ZPP_BENCH_BINARY) +
+                   " --backend sim --nodes 2 --gpus-per-node 2 -b 64K -e 256K -f 4 -w 0 -n 1"
+                   " --zpp-min-bytes 0 --modes nccl,qwz,qwz4+hpz,qgz,zero++ -d bfloat16,float"
+                   " --step-model 125M --step-configs qwz8,zero++ --steps 3 --step-elements 65536"
+                   " --json " +
+                   *path_));
+    std::ifstream file(*path_);
+    report_ = new nlohmann::json(nlohmann::json::parse(file, nullptr, false));
+  }
+  static void TearDownTestSuite() {
+    std::remove(path_->c_str());
+    delete report_;
+    delete run_;
+    delete path_;
+  }
+  static std::string* path_;
+  static Command* run_;
+  static nlohmann::json* report_;
+};
+
+std::string* BenchJsonTest::path_ = nullptr;
+Command* BenchJsonTest::run_ = nullptr;
+nlohmann::json* BenchJsonTest::report_ = nullptr;
+
+TEST_F(BenchJsonTest, RunsAndWritesJson) {
+  ASSERT_EQ(run_->exit_code, 0) << run_->output;
+  ASSERT_FALSE(report_->is_discarded()) << "not JSON: " << *path_;
+  ASSERT_TRUE(report_->is_object());
+  for (const char* key : {"machine", "backend", "nccl_version"}) {
+    ASSERT_TRUE(report_->contains(key)) << key;
+    EXPECT_TRUE((*report_)[key].is_string()) << key;
+    EXPECT_FALSE((*report_)[key].get<std::string>().empty()) << key;
+  }
+  EXPECT_EQ((*report_)["backend"], "sim");
+  ASSERT_TRUE((*report_)["rows"].is_array());
+  ASSERT_TRUE((*report_)["steps"].is_array());
+  // The table is printed too, with nccl-tests' columns.
+  for (const char* column : {"size", "count", "type", "time", "algbw", "busbw", "#wrong"}) {
+    EXPECT_NE(run_->output.find(column), std::string::npos) << column;
+  }
+}
+
+TEST_F(BenchJsonTest, RowsHaveEveryFieldWithItsType) {
+  const nlohmann::json& rows = (*report_)["rows"];
+  // 2 dtypes x (all-gather: nccl, qwz8, qwz4+hpz, zero++; reduce-scatter: nccl, qgz, zero++)
+  // x 2 sizes.
+  ASSERT_EQ(rows.size(), 2u * 7u * 2u);
+  std::set<std::string> modes;
+  for (const nlohmann::json& row : rows) {
+    for (const char* field : kRowFields) ASSERT_TRUE(row.contains(field)) << field << row;
+    EXPECT_TRUE(row["op"] == "allgather" || row["op"] == "reducescatter") << row;
+    EXPECT_TRUE(row["dtype"] == "bfloat16" || row["dtype"] == "float") << row;
+    for (const char* field :
+         {"bytes", "bytes_intra_node", "bytes_inter_node", "bytes_inter_rack"}) {
+      EXPECT_TRUE(row[field].is_number_unsigned()) << field << row;
+    }
+    for (const char* field : {"time_us", "algbw_gbps", "busbw_gbps", "rel_l2_err", "max_abs_err"}) {
+      EXPECT_TRUE(row[field].is_number()) << field << row;
+      EXPECT_GE(row[field].get<double>(), 0.0) << field << row;
+    }
+    EXPECT_GT(row["time_us"].get<double>(), 0.0) << row;
+    // busbw = algbw x (n-1)/n with n = 4; algbw = bytes / time.
+    EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 3 / 4, 1e-9);
+    EXPECT_NEAR(row["algbw_gbps"].get<double>(),
+                row["bytes"].get<double>() / row["time_us"].get<double>() / 1e3, 1e-9);
+    modes.insert(row["mode"].get<std::string>());
+    if (row["mode"] == "nccl") {
+      // Lossless: #wrong is a count, and zero. The ring takes each rank's quarter of the buffer
+      // to the other node once: 4 ranks x bytes / 4.
+      ASSERT_TRUE(row["wrong"].is_number_unsigned()) << row;
+      EXPECT_EQ(row["wrong"].get<uint64_t>(), 0u) << row;
+      EXPECT_EQ(row["bytes_inter_node"].get<uint64_t>(), row["bytes"].get<uint64_t>()) << row;
+      if (row["op"] == "allgather") {
+        EXPECT_EQ(row["rel_l2_err"].get<double>(), 0.0) << row;
+      }
+    } else {
+      // Quantized across nodes: fewer bytes there, some error, #wrong not applicable.
+      EXPECT_TRUE(row["wrong"].is_null()) << row;
+      EXPECT_LT(row["bytes_inter_node"].get<uint64_t>(), row["bytes"].get<uint64_t>()) << row;
+      EXPECT_GT(row["rel_l2_err"].get<double>(), 0.0) << row;
+      EXPECT_LT(row["rel_l2_err"].get<double>(), 0.2) << row;
+    }
+  }
+  EXPECT_EQ(modes, (std::set<std::string>{"nccl", "qwz8", "qwz4+hpz", "qgz8/4", "zero++"}));
+}
+
+TEST_F(BenchJsonTest, StepsHaveEveryFieldPlainFirst) {
+  const nlohmann::json& steps = (*report_)["steps"];
+  ASSERT_EQ(steps.size(), 3u);  // nccl added in front of the two asked for
+  for (const nlohmann::json& step : steps) {
+    for (const char* field : kStepFields) ASSERT_TRUE(step.contains(field)) << field << step;
+    EXPECT_EQ(step["model"], "125M");
+    EXPECT_TRUE(step["inter_node_bytes_per_step"].is_number());
+    EXPECT_TRUE(step["rel_l2_err"].is_number());
+  }
+  EXPECT_EQ(steps[0]["config"], "nccl");
+  EXPECT_EQ(steps[0]["relative_volume"].get<double>(), 3.0);
+  EXPECT_EQ(steps[1]["config"], "qwz8");
+  EXPECT_EQ(steps[2]["config"], "zero++");
+  EXPECT_LE(steps[2]["relative_volume"].get<double>(), 0.80);
+  // The closing summary: one line per configuration.
+  EXPECT_NE(run_->output.find("zero++             inter-node volume"), std::string::npos);
+}
+
+TEST(BenchCliTest, NcclBackendFailsWithAMessage) {
+  const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) + " --backend nccl -b 1M -e 1M");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("--backend nccl is not built yet"), std::string::npos) << run.output;
+}
+
+TEST(BenchCliTest, ProjectionIsLabelledAndFavoursZeroPlusPlusOnASlowNetwork) {
+  const std::string calibration = testing::TempDir() + "zpp_calibration.json";
+  {
+    std::ofstream file(calibration);
+    file << R"({"kernels": {"quantize_gbps": 500}})";
+  }
+  const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) +
+                                 " --project --nodes 48 --gpus-per-node 8 --inter-gbps 100"
+                                 " --intra-gbps 2400 --step-model 7B --calibration " +
+                                 calibration);
+  std::remove(calibration.c_str());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("not a measurement"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("500/1000/1000 GB/s"), std::string::npos) << run.output;
+  // "zero++  comm  codec  total  speed-upx  volume": faster than plain, 0.766 of the volume.
+  const size_t row = run.output.find("\n            zero++ ");
+  ASSERT_NE(row, std::string::npos) << run.output;
+  double comm = 0, codec = 0, total = 0, speed_up = 0, volume = 0;
+  ASSERT_EQ(std::sscanf(run.output.c_str() + row, " zero++ %lf %lf %lf %lfx %lf", &comm, &codec,
+                        &total, &speed_up, &volume),
+            5)
+      << run.output;
+  EXPECT_GT(speed_up, 2.0);
+  EXPECT_NEAR(volume, 0.766, 0.001);
+  EXPECT_NEAR(total, comm + codec, 0.11);
+}
+
+TEST(BenchCliTest, BadArgumentsFail) {
+  for (const char* args : {"--modes qwz3", "-b 12Q", "--ops broadcast", "--racks 3"}) {
+    const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) + " " + args);
+    EXPECT_NE(run.exit_code, 0) << args << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace zpp::bench

@@ -1,0 +1,87 @@
+// Step mode's figures: plain ZeRO-3 moves exactly 3 model gathers across nodes per step, ZeRO++
+// at most 0.80, and the figure is shape-driven (the same for every model size).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "costmodel/cost_model.h"
+#include "costmodel/step_projection.h"
+#include "step/mode.h"
+#include "step/step_replay.h"
+
+namespace zpp::step {
+namespace {
+
+// The replayed model's size; smaller under the sanitizers, which check threads and memory, not
+// sizes, and run the CPU codec some 20 times slower.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr uint64_t kReplayElements = uint64_t{1} << 16;
+#else
+constexpr uint64_t kReplayElements = uint64_t{1} << 18;
+#endif
+
+StepFigures Replay(const std::string& model, const std::string& mode) {
+  StepReplaySpec spec;
+  EXPECT_EQ(ResolveModel(model, &spec.model), ncclSuccess);
+  spec.layout = sim::ClusterLayout::Uniform(2, 4);
+  spec.settings.min_bytes = 0;
+  EXPECT_EQ(ParseMode(mode, &spec.settings), ncclSuccess);
+  spec.steps = 3;
+  spec.max_elements = kReplayElements;
+  StepFigures figures;
+  EXPECT_EQ(ReplaySteps(spec, &figures), ncclSuccess) << model << " " << mode;
+  return figures;
+}
+
+TEST(StepModeTest, PlainIsExactlyThreeAndZeroPlusPlusAtMostPoint8) {
+  for (const char* model : {"125M", "7B"}) {
+    const StepFigures plain = Replay(model, "nccl");
+    EXPECT_EQ(plain.config, "nccl");
+    EXPECT_EQ(plain.relative_volume, 3.0) << model;
+    EXPECT_EQ(plain.weight_rel_l2, 0.0) << model;
+    EXPECT_GT(plain.inter_node_bytes_per_step, 0) << model;
+
+    const StepFigures zero = Replay(model, "zero++");
+    EXPECT_EQ(zero.config, "zero++");
+    EXPECT_LE(zero.relative_volume, 0.80) << model;
+    EXPECT_GE(zero.relative_volume, 0.75) << model;  // int8 + int4 scales cost something
+    EXPECT_LT(zero.weight_rel_l2, 0.01) << model;    // int8 weights
+    EXPECT_LT(zero.gradient_rel_l2, 0.15) << model;  // int4 across nodes
+  }
+}
+
+TEST(StepModeTest, TooFewStepsFail) {
+  StepReplaySpec spec;
+  ASSERT_EQ(ResolveModel("125M", &spec.model), ncclSuccess);
+  spec.layout = sim::ClusterLayout::Uniform(2, 2);
+  spec.steps = 2;  // no steady step: hpZ reuse starts in the third
+  StepFigures figures;
+  EXPECT_NE(ReplaySteps(spec, &figures), ncclSuccess);
+}
+
+// The cost model's byte terms over a whole step against the sim's exact count: equal but for
+// hpZ's 16-byte agreement record per rank and epoch, which the model leaves out.
+TEST(StepModeTest, ProjectionVolumeMatchesTheReplay) {
+  for (const char* mode : {"nccl", "qwz4", "qwz8+hpz", "qgz8/8", "zero++"}) {
+    StepReplaySpec spec;
+    ASSERT_EQ(ResolveModel("1.3B", &spec.model), ncclSuccess);
+    const StepFigures replayed = Replay("1.3B", mode);
+    // The replayed (scaled) units, as whole-model element counts.
+    const ScaledModel scaled = ScaleForSim(spec.model, 8, kReplayElements, 256);
+    std::vector<uint64_t> units;
+    for (size_t count : scaled.shard_counts) units.push_back(count * 8);
+    plan::Settings settings;
+    settings.min_bytes = 0;
+    ASSERT_EQ(ParseMode(mode, &settings), ncclSuccess);
+    const costmodel::StepProjection projected = costmodel::ProjectStep(
+        units, ncclBfloat16, settings, costmodel::DefaultModel(2, 4, 2400, 100));
+    const double record_bytes = settings.hpz ? 16.0 * 8 : 0;  // per step, all ranks
+    EXPECT_NEAR(projected.off_node_bytes + record_bytes, replayed.inter_node_bytes_per_step,
+                record_bytes)
+        << mode;
+    EXPECT_NEAR(projected.relative_volume, replayed.relative_volume, 1e-3) << mode;
+  }
+}
+
+}  // namespace
+}  // namespace zpp::step
