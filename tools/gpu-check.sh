@@ -7,10 +7,16 @@
 #      intercepted calls with plain NCCL and with the CPU simulation (see its header);
 #   4. compute-sanitizer memcheck and racecheck on one small run of each mode;
 #   5. the codec's throughput against a device-to-device copy.
-# Results: bench/results/plugin_gpu_<gpu>.md (and codec_gpu_<gpu>.md); exit status 0 only when
-# every part passed.
+#   6. FSDP2 four ways (plain, zpp-run --qwz, --qwz --hpz, --preset zero++);
+#   7. zpp-bench against plain NCCL (tools/gpu-bench.sh).
+# Results: bench/results/plugin_gpu_<gpu>.md (and codec_gpu_*, fsdp_loss_*, zpp_bench_gpu_*);
+# exit status 0 only when every part passed. The whole check may not fit one 10-minute call:
+#   tools/gpu-check.sh BUILD [codec] [plugin] [sanitizer] [fsdp] [bench]   runs only those parts.
 set -uo pipefail
 build=${1:-build}
+shift || true
+parts=" ${*:-codec plugin sanitizer fsdp bench} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=$(mktemp -d)
@@ -41,6 +47,7 @@ export LD_LIBRARY_PATH="$root/$build/lib:$(dirname "${nccl_lib:-/usr/local/cuda/
   echo
 } > "$report"
 
+if want codec; then
 echo "== codec GPU tests"
 if (cd "$build" && ctest -L gpu --output-on-failure --timeout 600 > "$work/ctest_gpu.log" 2>&1); then
   echo "- ctest -L gpu: $(grep -E 'tests passed' "$work/ctest_gpu.log")" >> "$report"
@@ -58,6 +65,7 @@ if command -v compute-sanitizer >/dev/null; then
     echo "- compute-sanitizer memcheck, zpp_codec_gpu_tests: ERRORS" >> "$report"
     tail -20 "$work/memcheck_codec.log"
   fi
+fi
 fi
 
 # run_mode NAME SANITIZER COUNTS VARS...: 4 ranks of zpp-collective-check, zpp preloaded unless
@@ -99,6 +107,7 @@ declare -A modes=(
 )
 order=(nccl qwz8 qwz4 hpz qwz8_hpz qgz zero++)
 
+if want plugin; then
 echo "== plugin: every mode against plain NCCL and the simulation"
 echo "| mode | checks | passed | zpp calls | worst rel. L2 | notes |" >> "$report"
 echo "|---|---:|---:|---:|---:|---|" >> "$report"
@@ -117,8 +126,9 @@ note = "; ".join(filter(None, [sys.argv[3], ("failed: " + ", ".join(bad[:6])) if
 print(f"| {sys.argv[2]} | {len(rows)} | {ok} | {calls} | {worst:.4g} | {note} |")
 PY
 done
+fi
 
-if command -v compute-sanitizer >/dev/null; then
+if want sanitizer && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer on one small run of each mode"
   echo >> "$report"
   echo "| mode | memcheck | racecheck |" >> "$report"
@@ -135,7 +145,9 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 
 echo "== an unmodified framework: FSDP2, 4 ranks, 100 steps, four ways"
-if python3 -c "import torch.distributed.fsdp" 2>/dev/null; then
+if ! want fsdp; then
+  :
+elif python3 -c "import torch.distributed.fsdp" 2>/dev/null; then
   echo >> "$report"
   echo "FSDP2 (bench/fsdp/train_fsdp2.py, ZPP_LOCAL_SIZE=2, ZPP_MIN_BYTES=65536):" >> "$report"
   echo >> "$report"
@@ -167,8 +179,18 @@ else
   echo "- FSDP2: torch is not installed here" >> "$report"
 fi
 
+if want bench; then
+  echo "== zpp-bench against plain NCCL"
+  if bash tools/gpu-bench.sh "$build"; then
+    echo "- zpp-bench: bench/results/zpp_bench_gpu_${tag}.md" >> "$report"
+  else
+    failures=$((failures + 1))
+    echo "- zpp-bench: FAILED" >> "$report"
+  fi
+fi
+
 echo "== codec throughput"
-if [[ -x "$build/bin/zpp-codec-gpu-bench" ]]; then
+if want codec && [[ -x "$build/bin/zpp-codec-gpu-bench" ]]; then
   "$build/bin/zpp-codec-gpu-bench" --out "bench/results/codec_gpu_${tag}.md" || failures=$((failures + 1))
 fi
 

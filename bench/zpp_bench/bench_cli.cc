@@ -92,6 +92,11 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("--racks", cli.racks, "racks (nodes divided evenly)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app.add_option("--rank", cli.rank,
+                 "--backend nccl: this process's rank of nodes x gpus-per-node (rank 0 prints)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--dir", cli.dir, "--backend nccl: a folder every rank sees (the NCCL id)")
+      ->capture_default_str();
   app.add_option("--step-model", cli.step_models,
                  "step mode: models to replay a ZeRO-3 step of, comma list of 125M, 1.3B, 7B "
                  "or files of 'name elements' lines")

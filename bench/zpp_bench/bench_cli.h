@@ -29,6 +29,9 @@ struct BenchCli {
   int nodes = 2;
   int gpus_per_node = 4;
   int racks = 1;
+  // --backend nccl: this process's rank and the folder the ranks share.
+  int rank = 0;
+  std::string dir = ".";
   // Step mode.
   std::vector<std::string> step_models;
   std::vector<std::string> step_configs;

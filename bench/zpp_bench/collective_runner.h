@@ -28,10 +28,12 @@ class CollectiveRunner {
 
 struct RunnerOptions {
   std::string backend = "sim";
-  sim::ClusterLayout layout;  // the sim's cluster
+  sim::ClusterLayout layout;  // the cluster (the sim's; for nccl, what the report says)
+  int rank = 0;               // nccl: this process's rank of layout.world_size()
+  std::string dir;            // nccl: a folder every rank sees (the NCCL id)
 };
 
-// "sim" only so far; "nccl" fails with a message naming what is missing.
+// "sim", or "nccl" (a build with CUDA, on a GPU; this process is one rank).
 Result MakeRunner(const RunnerOptions& options, std::unique_ptr<CollectiveRunner>* out);
 
 }  // namespace zpp::bench

@@ -93,11 +93,17 @@ int Main(int argc, char** argv) {
   RunnerOptions runner_options;
   runner_options.backend = cli.backend;
   runner_options.layout = sim::ClusterLayout::Uniform(cli.nodes, cli.gpus_per_node, cli.racks);
+  runner_options.rank = cli.rank;
+  runner_options.dir = cli.dir;
   std::unique_ptr<CollectiveRunner> runner;
   if (MakeRunner(runner_options, &runner) != ncclSuccess) {
-    std::fprintf(stderr, "zpp-bench: backend '%s' is not available in this build\n",
-                 cli.backend.c_str());
+    std::fprintf(stderr, "zpp-bench: backend '%s' is not available here\n", cli.backend.c_str());
     return 2;
+  }
+  if (cli.backend == "nccl" && cli.rank != 0) {
+    // Every rank runs the same sweep; rank 0 reports it.
+    if (std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+    cli.json_path.clear();
   }
   std::printf("# zpp-bench: backend %s, %d nodes x %d ranks, %d rack(s); %s\n",
               runner->backend().c_str(), cli.nodes, cli.gpus_per_node, cli.racks,

@@ -146,6 +146,13 @@ bool StreamCapturing(cudaStream_t stream) {
 
 Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCounters& stats,
                             std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
+  return SetUpZppCommunicatorWith(engine::OptionsFrom(GetConfig()), nccl, comm, stats, out,
+                                  why_not);
+}
+
+Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const NcclFunctions& nccl,
+                                ncclComm_t comm, StatsCounters& stats,
+                                std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
   // A machine without a usable device fails here, the same way on every rank, before any
   // collective that the others would wait in.
   std::string no_device;
@@ -179,7 +186,6 @@ Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCou
   shape.config_agreed = agreement.agreed;
 
   // Every input here is agreed: all ranks split, or none does.
-  const engine::EngineOptions options = engine::OptionsFrom(config);
   if (shape.config_agreed && shape.hierarchical_allowed &&
       (options.settings.hpz || options.settings.qgz)) {
     ZPP_CHECK(backend->SplitSubCommunicators(topology, shape.rack_level_allowed));

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "engine/collective_args.h"
+#include "engine/engine.h"
 #include "nccl_runtime/nccl_functions.h"
 #include "plan/plan.h"
 #include "stats/stats.h"
@@ -37,9 +38,15 @@ class ZppCommunicator {
 };
 
 // Collective over `comm`: every rank must call it, right after the communicator is created.
-// On failure *why_not says why and the communicator's calls pass through to NCCL.
+// On failure *why_not says why and the communicator's calls pass through to NCCL. The engine's
+// options come from the process configuration (ZPP_*).
 Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCounters& stats,
                             std::unique_ptr<ZppCommunicator>* out, std::string* why_not);
+
+// The same with the engine's options given (zpp-bench runs several modes on one communicator).
+Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const NcclFunctions& nccl,
+                                ncclComm_t comm, StatsCounters& stats,
+                                std::unique_ptr<ZppCommunicator>* out, std::string* why_not);
 
 // True when `stream` is capturing a CUDA graph (always false in a build without CUDA).
 bool StreamCapturing(cudaStream_t stream);

@@ -1,0 +1,241 @@
+#include "bench/zpp_bench/nccl_runner.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "bench/zpp_bench/bench_inputs.h"
+#include "bench/zpp_bench/error_stats.h"
+#include "codec/element_io.h"
+#include "config/config.h"
+#include "cuda_nccl/cuda_resources.h"
+#include "cuda_nccl/zpp_communicator.h"
+#include "kernels/codec_kernels.h"
+#include "plan/planner.h"
+#include "step/mode.h"
+
+namespace zpp::bench {
+namespace {
+
+// Rank 0 makes the id and publishes it (written, then renamed); the others wait for it.
+Result ShareId(const NcclRunnerOptions& options, ncclUniqueId* id) {
+  const std::filesystem::path path = std::filesystem::path(options.dir) / "zpp_bench_nccl_id";
+  if (options.rank == 0) {
+    ZPP_CHECK(ncclGetUniqueId(id));
+    const std::filesystem::path tmp = path.string() + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(id), sizeof(*id));
+    std::filesystem::rename(tmp, path);
+    return ncclSuccess;
+  }
+  for (int tries = 0; tries < 1200; ++tries) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(reinterpret_cast<char*>(id), sizeof(*id))) return ncclSuccess;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ZPP_WARN("zpp-bench: rank %d found no NCCL id in %s after 120 s", options.rank,
+           options.dir.c_str());
+  return ncclSystemError;
+}
+
+// A device buffer for the length of one case.
+struct Buffer {
+  std::unique_ptr<DeviceMemory> memory;
+  void* data() const { return memory->data(); }
+};
+
+class NcclRunner final : public CollectiveRunner {
+ public:
+  explicit NcclRunner(const NcclRunnerOptions& options) : options_(options) {}
+  ~NcclRunner() override {
+    zpp_.clear();
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (comm_ != nullptr) nccl_.CommDestroy(comm_);
+  }
+
+  Result Init() {
+    std::string no_device;
+    ZPP_CHECK_ARG(codec::gpu::DeviceAvailable(&no_device),
+                  "zpp-bench: --backend nccl needs a GPU: %s", no_device.c_str());
+    std::string error;
+    ZPP_CHECK_ARG(LoadNcclFunctions(GetConfig().nccl_library, &nccl_, &error) == ncclSuccess,
+                  "zpp-bench: %s", error.c_str());
+    int devices = 0;
+    ZPP_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    // One GPU for all ranks (NCCL_HOSTID per rank), or one per local rank.
+    ZPP_CUDA_CHECK(cudaSetDevice(devices == 1 ? 0 : options_.rank % devices));
+    ncclUniqueId id{};
+    ZPP_CHECK(ShareId(options_, &id));
+    ZPP_CHECK(nccl_.CommInitRank(&comm_, options_.ranks, id, options_.rank));
+    ZPP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ZPP_CUDA_CHECK(cudaEventCreate(&start_));
+    ZPP_CUDA_CHECK(cudaEventCreate(&stop_));
+    return ncclSuccess;
+  }
+
+  int world_size() const override { return options_.ranks; }
+  std::string backend() const override { return "nccl"; }
+  std::string machine() const override {
+    cudaDeviceProp props{};
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaGetDeviceProperties(&props, device);
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    return std::string(host) + ": " + props.name;
+  }
+  std::string nccl_version() const override {
+    const int v = nccl_.version;
+    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+           std::to_string(v % 100);
+  }
+  std::string time_note() const override {
+    return "nccl backend: time is the median of CUDA-event times on rank 0's stream; off-node "
+           "bytes are the planner's prediction (the sim backend counts them exactly)";
+  }
+
+  Result Run(const CollectiveCase& what, Measurement* out) override;
+
+ private:
+  Result CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out);
+  Result Call(const CollectiveCase& what, ZppCommunicator* zpp, const void* in, void* out);
+
+  const NcclRunnerOptions options_;
+  NcclFunctions nccl_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  StatsCounters stats_;
+  std::map<std::string, std::unique_ptr<ZppCommunicator>> zpp_;  // by mode
+};
+
+Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out) {
+  auto found = zpp_.find(what.mode);
+  if (found == zpp_.end()) {
+    engine::EngineOptions options = engine::OptionsFrom(GetConfig());
+    options.settings = what.settings;
+    options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, as on the sim
+    std::unique_ptr<ZppCommunicator> zpp;
+    std::string why_not;
+    const Result result = SetUpZppCommunicatorWith(options, nccl_, comm_, stats_, &zpp, &why_not);
+    ZPP_CHECK_ARG(result == ncclSuccess, "zpp-bench: mode %s: %s", what.mode.c_str(),
+                  why_not.c_str());
+    found = zpp_.emplace(what.mode, std::move(zpp)).first;
+  }
+  *out = found->second.get();
+  return ncclSuccess;
+}
+
+Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const void* in,
+                        void* out) {
+  const bool gather = what.op == plan::CollectiveOp::kAllGather;
+  if (zpp == nullptr) {
+    return gather ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
+                  : nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_);
+  }
+  if (gather) return zpp->AllGather({in, out, what.count, what.dtype}, stream_);
+  return zpp->ReduceScatter({in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
+                            stream_);
+}
+
+Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
+  const int n = options_.ranks;
+  const bool gather = what.op == plan::CollectiveOp::kAllGather;
+  const size_t element = codec::ElementBytes(what.dtype);
+  const size_t in_count = gather ? what.count : what.count * n;
+  const size_t out_count = gather ? what.count * n : what.count;
+  ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
+
+  ZppCommunicator* zpp = nullptr;
+  plan::Plan plan;  // plain NCCL: a pass-through
+  if (what.mode != "nccl") {
+    ZPP_CHECK(CommunicatorFor(what, &zpp));
+    const plan::Call call{what.op, what.count, what.dtype,
+                          gather ? plan::Reduction::kNone : plan::Reduction::kSum};
+    plan = plan::MakePlan(call, zpp->shape(), zpp->settings(), {});
+  }
+
+  const std::vector<float> mine = HeldInput(options_.rank, in_count, what.dtype);
+  std::vector<uint8_t> host(std::max(in_count, out_count) * element);
+  codec::StoreElements(host.data(), what.dtype, 0, in_count, mine.data());
+  Buffer input, output;
+  ZPP_CHECK(cuda::DeviceBuffer::Create(in_count * element, &input.memory));
+  ZPP_CHECK(cuda::DeviceBuffer::Create(out_count * element, &output.memory));
+  ZPP_CUDA_CHECK(cudaMemcpy(input.data(), host.data(), in_count * element, cudaMemcpyHostToDevice));
+
+  std::vector<double> times_us;
+  for (int call = 0; call < what.warmup + what.iterations; ++call) {
+    ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    ZPP_CHECK(Call(what, zpp, input.data(), output.data()));
+    ZPP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    ZPP_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    ZPP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    if (call >= what.warmup) times_us.push_back(1000.0 * ms);
+  }
+
+  // This rank's output of the last call against the fp64 reference.
+  ZPP_CUDA_CHECK(
+      cudaMemcpy(host.data(), output.data(), out_count * element, cudaMemcpyDeviceToHost));
+  std::vector<float> got(out_count);
+  codec::LoadElements(host.data(), what.dtype, 0, out_count, got.data());
+  ErrorStats errors;
+  ErrorStats::Part part;
+  if (gather) {
+    for (int src = 0; src < n; ++src) {
+      const std::vector<float> theirs = HeldInput(src, what.count, what.dtype);
+      for (size_t i = 0; i < what.count; ++i) part.Add(got[src * what.count + i], theirs[i], 0.0);
+    }
+  } else {
+    std::vector<double> sum(what.count, 0.0), magnitude(what.count, 0.0);
+    for (int src = 0; src < n; ++src) {
+      const std::vector<float> theirs = HeldInput(src, in_count, what.dtype);
+      for (size_t i = 0; i < what.count; ++i) {
+        const double x = theirs[options_.rank * what.count + i];
+        sum[i] += x;
+        magnitude[i] += std::abs(x);
+      }
+    }
+    for (size_t i = 0; i < what.count; ++i) {
+      part.Add(got[i], sum[i], (n + 1) * Epsilon(what.dtype) * magnitude[i]);
+    }
+  }
+  errors.Merge(part);
+
+  Measurement m;
+  std::sort(times_us.begin(), times_us.end());
+  const size_t middle = times_us.size() / 2;
+  m.time_us =
+      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  // The planner's per-rank prediction, for all ranks (plain NCCL: its ring's).
+  const uint64_t per_rank =
+      plan.kind == plan::PlanKind::kPassThrough ? plan.plain_off_node_bytes : plan.off_node_bytes;
+  m.bytes_inter_node = per_rank * static_cast<uint64_t>(n);
+  m.rel_l2_err = errors.RelativeL2();
+  m.max_abs_err = errors.MaxAbs();
+  if (Lossless(plan, what.op)) m.wrong = errors.Wrong();
+  m.plan = std::string(plan::PlanKindName(plan.kind));
+  *out = m;
+  return ncclSuccess;
+}
+
+}  // namespace
+
+Result MakeNcclRunner(const NcclRunnerOptions& options, std::unique_ptr<CollectiveRunner>* out) {
+  auto runner = std::make_unique<NcclRunner>(options);
+  ZPP_CHECK(runner->Init());
+  *out = std::move(runner);
+  return ncclSuccess;
+}
+
+}  // namespace zpp::bench
