@@ -36,7 +36,8 @@ SimEvent& AsSim(Event& event) { return static_cast<SimEvent&>(event); }
 
 }  // namespace
 
-SimBackend::SimBackend(SimWorld& world, int rank) : world_(world), rank_(rank) {
+SimBackend::SimBackend(SimWorld& world, int rank)
+    : world_(world), rank_(rank), sequences_(world.SequencesOf(rank)) {
   for (int kind = 0; kind < kGroupKinds; ++kind) {
     Group& g = groups_[kind];
     g.members = world.layout().GroupOf(rank, static_cast<GroupKind>(kind));
@@ -104,45 +105,50 @@ void SimBackend::CountRing(const Group& g, uint64_t piece_bytes) {
                    (g.members.size() - 1 - other_nodes.size()) * piece_bytes);
 }
 
-Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind kind,
-                             Stream& stream) {
-  Group& g = group(kind);
-  const uint64_t sequence = g.next_sequence++;
-  CountRing(g, bytes);
+transport::GroupView SimBackend::ViewOf(GroupKind kind) const {
+  const Group& g = group(kind);
+  return {kind, g.members, g.my_index};
+}
 
-  Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
-  const int me = g.my_index;
-  const int size = static_cast<int>(g.members.size());
-  AsSim(stream).Enqueue([&rendezvous, sequence, me, size, send, recv, bytes] {
-    const Rendezvous::Buffers& all = rendezvous.Arrive(sequence, me, send, recv);
-    for (int peer = 0; peer < size; ++peer) {
-      char* dst = static_cast<char*>(recv) + peer * bytes;
-      if (all.send[peer] != dst) std::memmove(dst, all.send[peer], bytes);
-    }
-    rendezvous.Depart(sequence);
+Result SimBackend::LaunchCollective(Stream& stream, std::function<Result()> work) {
+  const int earlier = transport_error_->load();
+  if (earlier != ncclSuccess) return static_cast<Result>(earlier);
+  AsSim(stream).Enqueue([error = transport_error_, work = std::move(work)] {
+    if (error->load() != ncclSuccess) return;  // broken: later work is skipped, never waits
+    const Result result = work();
+    if (result != ncclSuccess) error->store(result);
   });
   return ncclSuccess;
 }
 
+Result SimBackend::AsyncError() const {
+  const int transport = transport_error_->load();
+  return static_cast<Result>(transport != ncclSuccess ? transport : device_error_->load());
+}
+
+Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind kind,
+                             Stream& stream) {
+  const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
+  CountRing(group(kind), bytes);
+  transport::Transport& transport = world_.transport();
+  return LaunchCollective(
+      stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send, recv, bytes] {
+        return transport.AllGather(rank, view, sequence, send, recv, bytes);
+      });
+}
+
 Result SimBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKind kind,
                             Stream& stream) {
-  Group& g = group(kind);
-  const uint64_t sequence = g.next_sequence++;
+  const Group& g = group(kind);
+  const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
   for (int member : g.members) {
     if (member != rank_) world_.CountSent(rank_, world_.layout().LinkBetween(rank_, member), bytes);
   }
-  Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
-  const int me = g.my_index;
-  const int size = static_cast<int>(g.members.size());
-  AsSim(stream).Enqueue([&rendezvous, sequence, me, size, send, recv, bytes] {
-    const Rendezvous::Buffers& all = rendezvous.Arrive(sequence, me, send, recv);
-    for (int peer = 0; peer < size; ++peer) {
-      const char* src = static_cast<const char*>(all.send[peer]) + me * bytes;
-      std::memcpy(static_cast<char*>(recv) + peer * bytes, src, bytes);
-    }
-    rendezvous.Depart(sequence);
-  });
-  return ncclSuccess;
+  transport::Transport& transport = world_.transport();
+  return LaunchCollective(
+      stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send, recv, bytes] {
+        return transport.AllToAll(rank, view, sequence, send, recv, bytes);
+      });
 }
 
 }  // namespace zpp::sim
@@ -166,26 +172,28 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
     ZPP_WARN("sim reduce-scatter: dtype %d is not fp32, fp16 or bf16", static_cast<int>(dtype));
     return ncclInvalidArgument;
   }
-  Group& g = group(kind);
-  const uint64_t sequence = g.next_sequence++;
+  const Group& g = group(kind);
+  const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
   const size_t chunk_bytes = count * codec::ElementBytes(dtype);
   CountRing(g, chunk_bytes);  // a ring reduce-scatter moves what an all-gather of a chunk does
-  Rendezvous& rendezvous = world_.RendezvousOf(kind, g.members.front());
-  const int me = g.my_index;
-  const int size = static_cast<int>(g.members.size());
-  AsSim(stream).Enqueue([&rendezvous, sequence, me, size, send, recv, count, dtype, scale] {
-    const Rendezvous::Buffers& all = rendezvous.Arrive(sequence, me, send, recv);
+  transport::Transport& transport = world_.transport();
+  // Each member's chunk `me` comes here (an all-to-all), then sums in rank order: the same
+  // float operations in the same order on every transport, so the result is deterministic.
+  return LaunchCollective(stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send,
+                                   recv, count, dtype, scale, chunk_bytes] {
+    const size_t size = view.members.size();
+    std::vector<std::byte> chunks(size * chunk_bytes);
+    ZPP_CHECK(transport.AllToAll(rank, view, sequence, send, chunks.data(), chunk_bytes));
     std::vector<float> sum(count, 0.0f), values(count);
-    for (int peer = 0; peer < size; ++peer) {  // in rank order: deterministic
-      codec::LoadElements(all.send[peer], dtype, me * count, count, values.data());
+    for (size_t peer = 0; peer < size; ++peer) {
+      codec::LoadElements(chunks.data() + peer * chunk_bytes, dtype, 0, count, values.data());
       for (size_t i = 0; i < count; ++i) sum[i] += values[i];
     }
     for (float& value : sum) value *= scale;
-    // Every member has read this rank's input before anyone writes (in-place is allowed).
-    rendezvous.Depart(sequence);
+    // Every member has read this rank's input (in-place is allowed).
     codec::StoreElements(recv, dtype, 0, count, sum.data());
+    return ncclSuccess;
   });
-  return ncclSuccess;
 }
 
 Result SimBackend::Quantize(codec::ConstTensorView input, const codec::Format& format,
@@ -282,33 +290,27 @@ Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scala
 
 namespace zpp::sim {
 
-// A message meets its receive in a two-member rendezvous: member 0 the sender, 1 the receiver.
 Result SimBackend::Send(const void* send, size_t bytes, int peer, GroupKind kind, Stream& stream) {
-  Group& g = group(kind);
+  const Group& g = group(kind);
   if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
   const int to = g.members[peer];
-  const uint64_t sequence = g.sends_to[to]++;
+  const uint64_t sequence = sequences_.sends_to[static_cast<int>(kind)][to]++;
   world_.CountSent(rank_, world_.layout().LinkBetween(rank_, to), bytes);
-  Rendezvous& pair = world_.PairRendezvous(rank_, to);
-  AsSim(stream).Enqueue([&pair, sequence, send] {
-    pair.Arrive(sequence, 0, send, nullptr);
-    pair.Depart(sequence);  // the receiver has copied: the send buffer may be reused
+  transport::Transport& transport = world_.transport();
+  return LaunchCollective(stream, [&transport, rank = rank_, kind, to, sequence, send, bytes] {
+    return transport.Send(rank, kind, to, sequence, send, bytes);
   });
-  return ncclSuccess;
 }
 
 Result SimBackend::Recv(void* recv, size_t bytes, int peer, GroupKind kind, Stream& stream) {
-  Group& g = group(kind);
+  const Group& g = group(kind);
   if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
   const int from = g.members[peer];
-  const uint64_t sequence = g.recvs_from[from]++;
-  Rendezvous& pair = world_.PairRendezvous(from, rank_);
-  AsSim(stream).Enqueue([&pair, sequence, recv, bytes] {
-    const Rendezvous::Buffers& both = pair.Arrive(sequence, 1, nullptr, recv);
-    std::memcpy(recv, both.send[0], bytes);
-    pair.Depart(sequence);
+  const uint64_t sequence = sequences_.recvs_from[static_cast<int>(kind)][from]++;
+  transport::Transport& transport = world_.transport();
+  return LaunchCollective(stream, [&transport, rank = rank_, kind, from, sequence, recv, bytes] {
+    return transport.Recv(rank, kind, from, sequence, recv, bytes);
   });
-  return ncclSuccess;
 }
 
 }  // namespace zpp::sim

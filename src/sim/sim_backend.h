@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -68,6 +67,9 @@ class SimBackend final : public Backend {
   void Synchronize(Stream& stream);
   // Tests: every task of `stream` from now on starts this much later (a slow writer).
   void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
+  // The first failure of a collective or of device work since the start, as
+  // ncclCommGetAsyncError reports it (ncclRemoteError: a peer gone or ZPP_TIMEOUT passed).
+  Result AsyncError() const;
 
   SimWorld& world() { return world_; }
 
@@ -75,9 +77,6 @@ class SimBackend final : public Backend {
   struct Group {
     std::vector<int> members;  // world ranks
     int my_index = 0;
-    uint64_t next_sequence = 0;
-    std::map<int, uint64_t> sends_to;  // per peer world rank: point-to-point call counts
-    std::map<int, uint64_t> recvs_from;
   };
   static constexpr int kGroupKinds = 5;
 
@@ -86,11 +85,17 @@ class SimBackend final : public Backend {
   void CountRing(const Group& g, uint64_t piece_bytes);
   // Runs `work` on the stream; its failure is reported on the next call (as a kernel's is).
   Result LaunchChecked(Stream& stream, std::function<Result()> work);
+  // Runs a transport call on the stream. Once one has failed, every later collective fails
+  // when it is called (the communicator is broken, as after ncclCommAbort).
+  Result LaunchCollective(Stream& stream, std::function<Result()> work);
+  transport::GroupView ViewOf(GroupKind kind) const;
 
   SimWorld& world_;
   const int rank_;
   std::array<Group, kGroupKinds> groups_;
+  SimWorld::Sequences& sequences_;
   std::shared_ptr<std::atomic<int>> device_error_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> transport_error_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace zpp::sim

@@ -4,11 +4,23 @@
 
 #include "log/log.h"
 #include "sim/sim_backend.h"
+#include "transport/in_process_transport.h"
 
 namespace zpp::sim {
 
 SimWorld::SimWorld(ClusterLayout layout)
-    : layout_(std::move(layout)), sent_(layout_.world_size()) {}
+    : layout_(std::move(layout)),
+      transport_(std::make_shared<transport::InProcessTransport>()),
+      sent_(layout_.world_size()),
+      sequences_(layout_.world_size()) {}
+
+SimWorld::SimWorld(ClusterLayout layout, int local_rank,
+                   std::shared_ptr<transport::Transport> transport)
+    : layout_(std::move(layout)),
+      local_rank_(local_rank),
+      transport_(std::move(transport)),
+      sent_(layout_.world_size()),
+      sequences_(layout_.world_size()) {}
 
 SimWorld::~SimWorld() = default;
 
@@ -16,6 +28,7 @@ void SimWorld::RunRanks(const std::function<void(SimBackend& backend)>& body) {
   std::vector<std::thread> threads;
   threads.reserve(world_size());
   for (int rank = 0; rank < world_size(); ++rank) {
+    if (!Hosts(rank)) continue;
     threads.emplace_back([this, rank, &body] {
       log::ScopedRank scoped_rank(rank);
       SimBackend backend(*this, rank);
@@ -39,23 +52,6 @@ void SimWorld::ResetCounters() {
   for (auto& links : sent_) {
     for (auto& counter : links) counter.store(0);
   }
-}
-
-Rendezvous& SimWorld::RendezvousOf(GroupKind kind, int first_member) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = rendezvous_[{kind, first_member}];
-  if (!slot) {
-    const int members = static_cast<int>(layout_.GroupOf(first_member, kind).size());
-    slot = std::make_unique<Rendezvous>(members);
-  }
-  return *slot;
-}
-
-Rendezvous& SimWorld::PairRendezvous(int from, int to) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = pairs_[{from, to}];
-  if (!slot) slot = std::make_unique<Rendezvous>(2);
-  return *slot;
 }
 
 void SimWorld::CountSent(int rank, zppLink_t link, uint64_t bytes) {

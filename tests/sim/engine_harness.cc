@@ -19,7 +19,13 @@ double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t
 
 CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec) {
-  const int n = layout.world_size();
+  sim::SimWorld world(layout);
+  return RunCollective(world, shape, settings, spec);
+}
+
+CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
+                            const plan::Settings& settings, const CollectiveSpec& spec) {
+  const int n = world.world_size();
   const size_t element = codec::ElementBytes(spec.dtype);
   const bool gather = spec.op == plan::CollectiveOp::kAllGather;
   const size_t in_count = gather ? spec.count : spec.count * n;
@@ -30,7 +36,10 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
   run.input.resize(n);
   std::vector<plan::Plan> plans(n);
   std::atomic<int> failures{0};
-  sim::SimWorld world(layout);
+  world.ResetCounters();
+  const uint64_t syncs_before = world.host_synchronizations();
+  int hosted = 0;
+  for (int r = 0; r < n; ++r) hosted += world.Hosts(r) ? 1 : 0;
   StatsCounters stats;
   world.RunRanks([&](sim::SimBackend& backend) {
     const int rank = backend.rank();
@@ -81,12 +90,20 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
     run.output[rank].assign(first, first + out_count * element);
   });
   run.failures = failures.load();
-  run.host_syncs = world.host_synchronizations() - n;
-  run.plan = plans[0];
-  for (const plan::Plan& p : plans) {
-    run.plans_agree &= p.kind == run.plan.kind && p.reason == run.plan.reason;
+  run.host_syncs = world.host_synchronizations() - syncs_before - hosted;
+  bool first = true;
+  for (int r = 0; r < n; ++r) {
+    if (!world.Hosts(r)) continue;
+    if (first) run.plan = plans[r];
+    first = false;
+    run.plans_agree &= plans[r].kind == run.plan.kind && plans[r].reason == run.plan.reason;
   }
   for (int r = 0; r < n; ++r) {
+    std::array<uint64_t, zppNumLinks> sent{};
+    for (int link = 0; link < zppNumLinks; ++link) {
+      sent[link] = world.SentBytes(r, static_cast<zppLink_t>(link));
+    }
+    run.sent_bytes.push_back(sent);
     run.off_node_bytes.push_back(world.SentBytes(r, zppLinkInterNode) +
                                  world.SentBytes(r, zppLinkInterRack));
     run.inter_rack_bytes.push_back(world.SentBytes(r, zppLinkInterRack));

@@ -2,12 +2,14 @@
 // got, the plan, and the link byte counts, for the tests to check against fp64 references.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "engine/collective_args.h"
 #include "plan/plan.h"
 #include "sim/cluster_layout.h"
+#include "sim/sim_world.h"
 
 namespace zpp::test {
 
@@ -18,6 +20,7 @@ struct CollectiveRun {
   std::vector<std::vector<double>> input;    // per rank, the inputs as the dtype holds them
   std::vector<uint64_t> off_node_bytes;      // per rank: inter-node + inter-rack
   std::vector<uint64_t> inter_rack_bytes;
+  std::vector<std::array<uint64_t, zppNumLinks>> sent_bytes;  // per rank, per link class
   uint64_t host_syncs = 0;  // by the engine (the harness's own excluded)
   int failures = 0;         // non-success results
 };
@@ -34,6 +37,10 @@ struct CollectiveSpec {
 };
 
 CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,
+                            const plan::Settings& settings, const CollectiveSpec& spec);
+// The same on a world that may host only some ranks (a process of a zpp-launch job): the
+// entries of ranks it does not host stay empty. Resets the world's byte counters first.
+CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec);
 
 // Element i of a raw buffer of `dtype`, widened to double.

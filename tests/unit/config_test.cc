@@ -179,6 +179,18 @@ std::vector<Case> AllCases() {
       {"ZPP_DEBUG", "2", "WARN", true},
   });
   add({
+      {"ZPP_TIMEOUT", "1", "1", false},
+      {"ZPP_TIMEOUT", "30", "30", false},
+      {"ZPP_TIMEOUT", " 86400 ", "86400", false},
+      {"ZPP_TIMEOUT", "", "300", false},
+      {"ZPP_TIMEOUT", " ", "300", false},
+      {"ZPP_TIMEOUT", "0", "300", true},  // a wait that never waits: every collective fails
+      {"ZPP_TIMEOUT", "-5", "300", true},
+      {"ZPP_TIMEOUT", "86401", "300", true},
+      {"ZPP_TIMEOUT", "1.5", "300", true},
+      {"ZPP_TIMEOUT", "5m", "300", true},
+  });
+  add({
       {"ZPP_DEBUG_SUBSYS", "ALL", "ALL", false},
       {"ZPP_DEBUG_SUBSYS", "init,topo", "INIT,TOPO", false},
       {"ZPP_DEBUG_SUBSYS", " FENCE , PLAN ", "PLAN,FENCE", false},
@@ -220,6 +232,7 @@ TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
   EXPECT_EQ(c.node_id, -1);
   EXPECT_EQ(c.rack_id, "");
   EXPECT_EQ(c.stats, 0);
+  EXPECT_EQ(c.timeout, 300);
   EXPECT_EQ(c.debug, 1);  // WARN
   EXPECT_EQ(c.debug_subsys, -1);
 }

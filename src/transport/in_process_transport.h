@@ -1,0 +1,36 @@
+// The transport of the threaded simulation: every rank is a thread of this process, and a
+// collective is a rendezvous where each member copies straight from the others' buffers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "sim/rendezvous.h"
+#include "transport/transport.h"
+
+namespace zpp::transport {
+
+class InProcessTransport final : public Transport {
+ public:
+  Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                   void* recv, size_t bytes) override;
+  Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
+                  size_t bytes) override;
+  Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
+              size_t bytes) override;
+  Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
+              size_t bytes) override;
+
+ private:
+  // A group is named by its kind and its first member; a pair by (from, to).
+  sim::Rendezvous& GroupRendezvous(const GroupView& group);
+  sim::Rendezvous& PairRendezvous(int from, int to);
+
+  std::mutex mutex_;
+  std::map<std::pair<GroupKind, int>, std::unique_ptr<sim::Rendezvous>> groups_;
+  std::map<std::pair<int, int>, std::unique_ptr<sim::Rendezvous>> pairs_;
+};
+
+}  // namespace zpp::transport

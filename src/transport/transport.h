@@ -1,0 +1,46 @@
+// How the sim backend moves bytes among the members of a group. The backend decides what moves
+// (and counts it, per link, as NCCL's rings would); a transport only carries it: between threads
+// of one process (InProcessTransport, the default) or between processes (UcpTransport).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.h"
+#include "common/result.h"
+
+namespace zpp::transport {
+
+// One group as the calling rank sees it.
+struct GroupView {
+  GroupKind kind;
+  std::span<const int> members;  // world ranks, in group order
+  int my_index = 0;
+};
+
+// Every call runs on the caller's stream worker and blocks it until this rank's part is done
+// (its receive buffers hold the data and its send buffers may be reused). `sequence` is the
+// caller's count of collectives on this group (or of messages to / from this peer), assigned
+// when the work was enqueued: members match calls by it, as NCCL matches calls by order.
+// A transport that cannot complete a call (a peer gone, nothing for ZPP_TIMEOUT seconds) returns
+// ncclRemoteError and fails every later call at once: a broken job never hangs.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // recv holds members.size() pieces of `bytes`, piece i from member i; send may be piece
+  // my_index of recv (in place).
+  virtual Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                           void* recv, size_t bytes) = 0;
+  // Piece j of send goes to member j and lands as piece my_index of its recv.
+  virtual Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                          void* recv, size_t bytes) = 0;
+  // Point to point between world ranks; `kind` is the group the call came through.
+  virtual Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
+                      size_t bytes) = 0;
+  virtual Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
+                      size_t bytes) = 0;
+};
+
+}  // namespace zpp::transport
