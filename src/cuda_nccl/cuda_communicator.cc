@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "cuda_nccl/backend_byte_all_gather.h"
+#include "cuda_nccl/buffer_overlap.h"
 #include "cuda_nccl/cuda_nccl_backend.h"
 #include "cuda_nccl/zpp_communicator.h"
 #include "engine/config_agreement.h"
@@ -22,16 +23,6 @@ namespace {
 using cuda::CudaNcclBackend;
 using cuda::CudaStream;
 using cuda::DeviceScope;
-
-// Overlapping input and output other than NCCL's in-place layout (the input at this rank's
-// place in the output): the plans may write the output before they have read all the input.
-bool OverlapsNotInPlace(const void* input, size_t input_bytes, const void* output,
-                        size_t output_bytes, size_t in_place_offset) {
-  const auto* in = static_cast<const std::byte*>(input);
-  const auto* out = static_cast<const std::byte*>(output);
-  if (in == out + in_place_offset || out == in + in_place_offset) return false;
-  return in < out + output_bytes && out < in + input_bytes;
-}
 
 class CudaZppCommunicator final : public ZppCommunicator {
  public:
