@@ -15,6 +15,7 @@
 #include "bench/zpp_bench/bench_inputs.h"
 #include "bench/zpp_bench/error_stats.h"
 #include "codec/element_io.h"
+#include "common/file_rendezvous.h"
 #include "config/config.h"
 #include "cuda_nccl/cuda_resources.h"
 #include "cuda_nccl/zpp_communicator.h"
@@ -25,24 +26,15 @@
 namespace zpp::bench {
 namespace {
 
-// Rank 0 makes the id and publishes it (written, then renamed); the others wait for it.
+// Rank 0 makes the id and publishes it as a file; the others wait for it.
 Result ShareId(const NcclRunnerOptions& options, ncclUniqueId* id) {
-  const std::filesystem::path path = std::filesystem::path(options.dir) / "zpp_bench_nccl_id";
+  const std::string path = (std::filesystem::path(options.dir) / "zpp_bench_nccl_id").string();
+  const auto bytes = std::as_writable_bytes(std::span(id, 1));
   if (options.rank == 0) {
     ZPP_CHECK(ncclGetUniqueId(id));
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(id), sizeof(*id));
-    std::filesystem::rename(tmp, path);
-    return ncclSuccess;
+    return PublishFile(path, bytes);
   }
-  for (int tries = 0; tries < 1200; ++tries) {
-    std::ifstream in(path, std::ios::binary);
-    if (in.read(reinterpret_cast<char*>(id), sizeof(*id))) return ncclSuccess;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ZPP_WARN("zpp-bench: rank %d found no NCCL id in %s after 120 s", options.rank,
-           options.dir.c_str());
-  return ncclSystemError;
+  return AwaitFile(path, bytes, std::chrono::seconds(120));
 }
 
 // A device buffer for the length of one case.

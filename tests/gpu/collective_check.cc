@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "codec/element_io.h"
+#include "common/file_rendezvous.h"
 #include "config/config.h"
 #include "epoch/step_epoch.h"
 #include "plan/planner.h"
@@ -96,22 +97,14 @@ ZppApi LoadZpp() {
     }                                                                                           \
   } while (0)
 
-// Rank 0 makes the id and publishes it as a file (written, then renamed); the others wait.
+// Rank 0 makes the id and publishes it as a file; the others wait for it.
 bool ShareId(const Options& options, ncclUniqueId* id) {
-  const std::filesystem::path path = std::filesystem::path(options.dir) / "nccl_id";
+  const std::string path = (std::filesystem::path(options.dir) / "nccl_id").string();
+  const auto bytes = std::as_writable_bytes(std::span(id, 1));
   if (options.rank == 0) {
-    if (ncclGetUniqueId(id) != ncclSuccess) return false;
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(id), sizeof(*id));
-    std::filesystem::rename(tmp, path);
-    return true;
+    return ncclGetUniqueId(id) == ncclSuccess && zpp::PublishFile(path, bytes) == ncclSuccess;
   }
-  for (int tries = 0; tries < 1200; ++tries) {
-    std::ifstream in(path, std::ios::binary);
-    if (in.read(reinterpret_cast<char*>(id), sizeof(*id))) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
+  return zpp::AwaitFile(path, bytes, std::chrono::seconds(120)) == ncclSuccess;
 }
 
 uint64_t Hash(const std::vector<uint8_t>& bytes) {
