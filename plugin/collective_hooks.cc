@@ -8,7 +8,6 @@
 
 #include "common/c_boundary.h"
 #include "common/nccl_types.h"
-#include "plan/planner.h"
 #include "plugin/comm_registry.h"
 #include "plugin/group_state.h"
 #include "plugin/premul_registry.h"
@@ -44,6 +43,27 @@ ncclResult_t UnknownComm(ncclComm_t comm, const char* function, Forward&& forwar
   return forward();
 }
 
+// What both hooks do once they know the call's communicator: pass through with the reason
+// counted, wait for the group's end, or run zpp's plan. The plan is made here, once.
+template <typename Args, typename Forward>
+ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args, bool valid,
+                       uint64_t input_bytes, cudaStream_t stream, Forward&& forward) {
+  auto pass_through = [&](zppPassThroughReason_t reason) {
+    state->stats.AddPassThrough(reason, input_bytes);
+    return forward();
+  };
+  if (const auto reason = CommReason(*state, valid)) return pass_through(*reason);
+  const zpp::plan::Plan plan = state->zpp->Decide(zpp::engine::CallOf(args));
+  if (plan.kind == zpp::plan::PlanKind::kPassThrough) return pass_through(plan.reason);
+  if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);
+  zpp::plugin::ZppCall call{state, plan, args, stream};
+  if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
+    group.deferred.push_back(std::move(call));
+    return ncclSuccess;
+  }
+  return zpp::plugin::RunZppCall(call);
+}
+
 zpp::plan::Reduction ReductionOf(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
                                  zpp::engine::ReduceScatterArgs* args) {
   if (op == ncclSum) return zpp::plan::Reduction::kSum;
@@ -73,33 +93,12 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
 
     const bool valid = ValidDtype(datatype) && (sendcount == 0 || (sendbuff && recvbuff));
     const uint64_t input_bytes = valid ? sendcount * zpp::NcclTypeBytes(datatype) : 0;
-    if (const auto reason = CommReason(*state, valid)) {
-      state->stats.AddPassThrough(*reason, input_bytes);
-      return forward();
-    }
-    const zpp::plan::Call call{zpp::plan::CollectiveOp::kAllGather, sendcount, datatype,
-                               zpp::plan::Reduction::kNone};
-    const zpp::plan::Plan plan =
-        zpp::plan::MakePlan(call, state->zpp->shape(), state->zpp->settings(), {});
-    if (plan.kind == zpp::plan::PlanKind::kPassThrough) {
-      state->stats.AddPassThrough(plan.reason, input_bytes);
-      return forward();
-    }
-    if (zpp::StreamCapturing(stream)) {
-      state->stats.AddPassThrough(zppReasonCapture, input_bytes);
-      return forward();
-    }
     zpp::engine::AllGatherArgs args;
     args.send = sendbuff;
     args.recv = recvbuff;
     args.count = sendcount;
     args.dtype = datatype;
-    if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
-      group.deferred.push_back({state, args, std::nullopt, stream});
-      return ncclSuccess;
-    }
-    zpp::log::ScopedRank rank(state->rank);
-    return state->zpp->AllGather(args, stream);
+    return Intercept(state, args, valid, input_bytes, stream, forward);
   });
 }
 
@@ -118,34 +117,13 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
     const bool valid = ValidDtype(datatype) && (recvcount == 0 || (sendbuff && recvbuff));
     const uint64_t input_bytes =
         valid ? recvcount * zpp::NcclTypeBytes(datatype) * static_cast<uint64_t>(state->nranks) : 0;
-    if (const auto reason = CommReason(*state, valid)) {
-      state->stats.AddPassThrough(*reason, input_bytes);
-      return forward();
-    }
     zpp::engine::ReduceScatterArgs args;
     args.send = sendbuff;
     args.recv = recvbuff;
     args.count = recvcount;
     args.dtype = datatype;
     args.reduction = ReductionOf(comm, op, datatype, &args);
-    const zpp::plan::Call call{zpp::plan::CollectiveOp::kReduceScatter, recvcount, datatype,
-                               args.reduction};
-    const zpp::plan::Plan plan =
-        zpp::plan::MakePlan(call, state->zpp->shape(), state->zpp->settings(), {});
-    if (plan.kind == zpp::plan::PlanKind::kPassThrough) {
-      state->stats.AddPassThrough(plan.reason, input_bytes);
-      return forward();
-    }
-    if (zpp::StreamCapturing(stream)) {
-      state->stats.AddPassThrough(zppReasonCapture, input_bytes);
-      return forward();
-    }
-    if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
-      group.deferred.push_back({state, std::nullopt, args, stream});
-      return ncclSuccess;
-    }
-    zpp::log::ScopedRank rank(state->rank);
-    return state->zpp->ReduceScatter(args, stream);
+    return Intercept(state, args, valid, input_bytes, stream, forward);
   });
 }
 

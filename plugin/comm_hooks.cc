@@ -150,7 +150,7 @@ ZPP_API ncclResult_t ncclGroupEnd() {
     // NCCL closes the group level even when the end reports an error.
     if (group.depth > 0) --group.depth;
     if (group.depth > 0) return nccl->GroupEnd();
-    std::vector<zpp::plugin::DeferredCall> deferred = std::move(group.deferred);
+    std::vector<zpp::plugin::ZppCall> deferred = std::move(group.deferred);
     group.deferred.clear();
     const ncclResult_t result = nccl->GroupEnd();
     if (deferred.empty()) return result;

@@ -9,19 +9,24 @@ GroupState& ThisThreadGroup() {
   return group;
 }
 
-ncclResult_t RunDeferred(std::vector<DeferredCall> calls) {
+ncclResult_t RunZppCall(const ZppCall& call) {
+  ZppCommunicator* zpp = call.state->zpp.get();
+  if (zpp == nullptr) {
+    ZPP_WARN("ncclGroupEnd: communicator %p was destroyed inside its group; its zpp call is lost",
+             static_cast<void*>(call.state->comm));
+    return ncclInvalidUsage;
+  }
+  log::ScopedRank rank(call.state->rank);
+  if (const auto* gather = std::get_if<engine::AllGatherArgs>(&call.args)) {
+    return zpp->AllGather(call.plan, *gather, call.stream);
+  }
+  return zpp->ReduceScatter(call.plan, std::get<engine::ReduceScatterArgs>(call.args), call.stream);
+}
+
+ncclResult_t RunDeferred(std::vector<ZppCall> calls) {
   ncclResult_t first_failure = ncclSuccess;
-  for (DeferredCall& call : calls) {
-    ZppCommunicator* zpp = call.state->zpp.get();
-    ncclResult_t result = ncclInvalidUsage;
-    if (zpp == nullptr) {
-      ZPP_WARN("ncclGroupEnd: communicator %p was destroyed inside its group; its zpp call is lost",
-               static_cast<void*>(call.state->comm));
-    } else {
-      log::ScopedRank rank(call.state->rank);
-      result = call.all_gather ? zpp->AllGather(*call.all_gather, call.stream)
-                               : zpp->ReduceScatter(*call.reduce_scatter, call.stream);
-    }
+  for (const ZppCall& call : calls) {
+    const ncclResult_t result = RunZppCall(call);
     if (first_failure == ncclSuccess) first_failure = result;
   }
   return first_failure;

@@ -10,7 +10,7 @@
 #include <nccl.h>
 
 #include <memory>
-#include <optional>
+#include <variant>
 #include <vector>
 
 #include "engine/collective_args.h"
@@ -18,22 +18,28 @@
 
 namespace zpp::plugin {
 
-struct DeferredCall {
+using CollectiveArgs = std::variant<engine::AllGatherArgs, engine::ReduceScatterArgs>;
+
+// One of zpp's collectives on its communicator, with the plan it was given when called.
+struct ZppCall {
   std::shared_ptr<CommState> state;
-  std::optional<engine::AllGatherArgs> all_gather;
-  std::optional<engine::ReduceScatterArgs> reduce_scatter;
+  plan::Plan plan;
+  CollectiveArgs args;
   cudaStream_t stream = nullptr;
 };
 
+// Runs `call` now (the communicator may have been destroyed since a group deferred it).
+ncclResult_t RunZppCall(const ZppCall& call);
+
 struct GroupState {
   int depth = 0;  // open ncclGroupStart calls
-  std::vector<DeferredCall> deferred;
+  std::vector<ZppCall> deferred;
 };
 
 GroupState& ThisThreadGroup();
 
 // Runs `calls` in order; the first failure is returned (later calls still run: the other ranks
 // run theirs, and a rank that skipped some would leave them waiting).
-ncclResult_t RunDeferred(std::vector<DeferredCall> calls);
+ncclResult_t RunDeferred(std::vector<ZppCall> calls);
 
 }  // namespace zpp::plugin

@@ -99,7 +99,8 @@ class NcclRunner final : public CollectiveRunner {
 
  private:
   Result CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out);
-  Result Call(const CollectiveCase& what, ZppCommunicator* zpp, const void* in, void* out);
+  Result Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
+              const void* in, void* out);
 
   const NcclRunnerOptions options_;
   NcclFunctions nccl_;
@@ -128,16 +129,16 @@ Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator**
   return ncclSuccess;
 }
 
-Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const void* in,
-                        void* out) {
+Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
+                        const void* in, void* out) {
   const bool gather = what.op == plan::CollectiveOp::kAllGather;
-  if (zpp == nullptr) {
+  if (zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough) {  // as the plugin forwards
     return gather ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
                   : nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_);
   }
-  if (gather) return zpp->AllGather({in, out, what.count, what.dtype}, stream_);
-  return zpp->ReduceScatter({in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
-                            stream_);
+  if (gather) return zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_);
+  return zpp->ReduceScatter(
+      plan, {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr}, stream_);
 }
 
 Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
@@ -154,7 +155,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
     const plan::Call call{what.op, what.count, what.dtype,
                           gather ? plan::Reduction::kNone : plan::Reduction::kSum};
-    plan = plan::MakePlan(call, zpp->shape(), zpp->settings(), {});
+    plan = zpp->Decide(call);
   }
 
   const std::vector<float> mine = HeldInput(options_.rank, in_count, what.dtype);
@@ -168,7 +169,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   std::vector<double> times_us;
   for (int call = 0; call < what.warmup + what.iterations; ++call) {
     ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    ZPP_CHECK(Call(what, zpp, input.data(), output.data()));
+    ZPP_CHECK(Call(what, zpp, plan, input.data(), output.data()));
     ZPP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     ZPP_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0;

@@ -5,10 +5,10 @@
 #include <mutex>
 
 #include "config/config.h"
-#include "cuda_nccl/backend_byte_all_gather.h"
 #include "cuda_nccl/buffer_overlap.h"
 #include "cuda_nccl/cuda_nccl_backend.h"
 #include "cuda_nccl/zpp_communicator.h"
+#include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
 #include "engine/plan_context.h"
@@ -29,10 +29,8 @@ class CudaZppCommunicator final : public ZppCommunicator {
   CudaZppCommunicator(std::unique_ptr<CudaNcclBackend> backend, const plan::Shape& shape,
                       const engine::EngineOptions& options, StatsCounters& stats)
       : backend_(std::move(backend)),
-        shape_(shape),
-        settings_(options.settings),
         stats_(stats),
-        engine_(std::make_unique<engine::Engine>(*backend_, shape_, options, stats)) {}
+        engine_(std::make_unique<engine::Engine>(*backend_, shape, options, stats)) {}
 
   ~CudaZppCommunicator() override {
     DeviceScope scope(backend_->device());
@@ -40,57 +38,57 @@ class CudaZppCommunicator final : public ZppCommunicator {
     backend_.reset();
   }
 
-  const plan::Shape& shape() const override { return shape_; }
-  const plan::Settings& settings() const override { return settings_; }
+  plan::Plan Decide(const plan::Call& call) const override { return engine_->Decide(call); }
 
-  Result AllGather(const engine::AllGatherArgs& args, cudaStream_t stream) override {
-    DeviceScope scope(backend_->device());
-    ZPP_CHECK(scope.status());
-    CudaStream borrowed = CudaStream::Borrow(stream);
-    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
-    engine::Staging staging(context);
-    engine::AllGatherArgs run = args;
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
+                   cudaStream_t stream) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
-    if (OverlapsNotInPlace(args.send, bytes, args.recv, bytes * shape_.world,
-                           bytes * backend_->rank())) {
-      std::byte* copy = nullptr;
-      ZPP_CHECK(staging.Take(bytes, &copy));
-      ZPP_CHECK(backend_->Memcpy(copy, args.send, bytes, borrowed));
-      run.send = copy;
-    }
-    plan::Plan ran;
-    ZPP_CHECK(engine_->AllGather(run, borrowed, &ran));
-    stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
-    return staging.Finish();
+    const size_t world = engine_->shape().world;
+    const bool overlaps =
+        OverlapsNotInPlace(args.send, bytes, args.recv, bytes * world, bytes * backend_->rank());
+    return Run(stream, args, overlaps, bytes,
+               [&](const engine::AllGatherArgs& run, Stream& on, plan::Plan* ran) {
+                 return engine_->AllGather(plan, run, on, ran);
+               });
   }
 
-  Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t stream) override {
-    DeviceScope scope(backend_->device());
-    ZPP_CHECK(scope.status());
-    CudaStream borrowed = CudaStream::Borrow(stream);
-    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
-    engine::Staging staging(context);
-    engine::ReduceScatterArgs run = args;
+  Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
+                       cudaStream_t stream) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
-    if (OverlapsNotInPlace(args.recv, bytes, args.send, bytes * shape_.world,
-                           bytes * backend_->rank())) {
-      std::byte* copy = nullptr;
-      ZPP_CHECK(staging.Take(bytes * shape_.world, &copy));
-      ZPP_CHECK(backend_->Memcpy(copy, args.send, bytes * shape_.world, borrowed));
-      run.send = copy;
-    }
-    plan::Plan ran;
-    ZPP_CHECK(engine_->ReduceScatter(run, borrowed, &ran));
-    stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
-    return staging.Finish();
+    const size_t world = engine_->shape().world;
+    const bool overlaps =
+        OverlapsNotInPlace(args.recv, bytes, args.send, bytes * world, bytes * backend_->rank());
+    return Run(stream, args, overlaps, bytes * world,
+               [&](const engine::ReduceScatterArgs& run, Stream& on, plan::Plan* ran) {
+                 return engine_->ReduceScatter(plan, run, on, ran);
+               });
   }
 
   void Abort() override { backend_->AbortSubCommunicators(); }
 
  private:
+  // Runs `call` on the caller's stream with the communicator's device current; when the input
+  // (`input_bytes` at args.send) overlaps the output other than in place, on a staged copy.
+  template <typename Args, typename Call>
+  Result Run(cudaStream_t stream, Args args, bool overlaps, size_t input_bytes, Call&& call) {
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    CudaStream borrowed = CudaStream::Borrow(stream);
+    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
+    engine::Staging staging(context);
+    if (overlaps) {
+      std::byte* copy = nullptr;
+      ZPP_CHECK(staging.Take(input_bytes, &copy));
+      ZPP_CHECK(backend_->Memcpy(copy, args.send, input_bytes, borrowed));
+      args.send = copy;
+    }
+    plan::Plan ran;
+    ZPP_CHECK(call(args, borrowed, &ran));
+    stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
+    return staging.Finish();
+  }
+
   std::unique_ptr<CudaNcclBackend> backend_;
-  const plan::Shape shape_;
-  const plan::Settings settings_;
   StatsCounters& stats_;
   std::unique_ptr<engine::Engine> engine_;
 };

@@ -23,14 +23,16 @@ class ZppCommunicator {
  public:
   virtual ~ZppCommunicator() = default;
 
-  // The shape the planner uses for this communicator (identical on every rank).
-  virtual const plan::Shape& shape() const = 0;
-  virtual const plan::Settings& settings() const = 0;
+  // The plan a call gets on this communicator (the same on every rank: contract 3).
+  virtual plan::Plan Decide(const plan::Call& call) const = 0;
 
-  // NCCL's semantics on `stream`, for calls the planner did not pass through. Buffers that
-  // overlap other than in NCCL's in-place layout are handled (the input is staged first).
-  virtual Result AllGather(const engine::AllGatherArgs& args, cudaStream_t stream) = 0;
-  virtual Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t stream) = 0;
+  // NCCL's semantics on `stream`, for calls whose plan (from Decide) is not a pass-through.
+  // Buffers that overlap other than in NCCL's in-place layout are handled (the input is staged
+  // first).
+  virtual Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
+                           cudaStream_t stream) = 0;
+  virtual Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
+                               cudaStream_t stream) = 0;
 
   // The parent communicator is being aborted: abort the sub-communicators too (the destructor
   // destroys them otherwise).

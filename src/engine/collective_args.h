@@ -16,6 +16,11 @@ struct AllGatherArgs {
   ncclDataType_t dtype = ncclFloat32;
 };
 
+// The planner's view of an all-gather: what is identical on every rank (never the pointers).
+inline plan::Call CallOf(const AllGatherArgs& args) {
+  return {plan::CollectiveOp::kAllGather, args.count, args.dtype, plan::Reduction::kNone};
+}
+
 struct ReduceScatterArgs {
   const void* send = nullptr;  // world x count elements
   void* recv = nullptr;        // count elements: chunk `rank` of the reduction
@@ -27,5 +32,9 @@ struct ReduceScatterArgs {
   // set, `premul` is ignored.
   const void* premul_device = nullptr;
 };
+
+inline plan::Call CallOf(const ReduceScatterArgs& args) {
+  return {plan::CollectiveOp::kReduceScatter, args.count, args.dtype, args.reduction};
+}
 
 }  // namespace zpp::engine

@@ -2,9 +2,11 @@
 
 #include <array>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "config/config.h"
+#include "engine/backend_byte_all_gather.h"
 #include "log/log.h"
 
 namespace zpp::engine {
@@ -27,7 +29,6 @@ constexpr std::array<Agreed, 10> kAgreed = {{
     {"ZPP_FENCE", &Config::fence},
     {"ZPP_HPZ_MAX_MB", &Config::hpz_max_mb},
 }};
-constexpr size_t kRecordBytes = kAgreed.size() * sizeof(int64_t);
 
 }  // namespace
 
@@ -36,16 +37,10 @@ Result AgreeOnConfiguration(Backend& backend, Stream& stream, const Config& conf
   const int ranks = backend.world_size();
   std::array<int64_t, kAgreed.size()> mine{};
   for (size_t i = 0; i < kAgreed.size(); ++i) mine[i] = config.*kAgreed[i].value;
-  std::unique_ptr<DeviceMemory> send, recv;
-  std::unique_ptr<Event> done;
-  ZPP_CHECK(backend.Allocate(kRecordBytes, &send));
-  ZPP_CHECK(backend.Allocate(kRecordBytes * ranks, &recv));
-  ZPP_CHECK(backend.CreateEvent(&done));
-  ZPP_CHECK(backend.CopyFromHost(send->data(), mine.data(), kRecordBytes, stream));
-  ZPP_CHECK(backend.AllGather(send->data(), recv->data(), kRecordBytes, GroupKind::kWorld, stream));
-  ZPP_CHECK(backend.RecordEvent(*done, stream));
   std::vector<int64_t> all(kAgreed.size() * ranks);
-  ZPP_CHECK(backend.ReadAfter(*done, all.data(), recv->data(), kRecordBytes * ranks));
+  BackendByteAllGather exchange(backend, stream);
+  ZPP_CHECK(
+      exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
 
   *out = ConfigAgreement{};
   for (size_t i = 0; i < kAgreed.size() && out->agreed; ++i) {

@@ -43,10 +43,21 @@ void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::Collectiv
   stats_.AddCall(gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz, input_bytes);
 }
 
+plan::Plan Engine::Decide(const plan::Call& call) const {
+  return plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+}
+
 Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen) {
-  const plan::Call call{plan::CollectiveOp::kAllGather, args.count, args.dtype,
-                        plan::Reduction::kNone};
-  const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+  return AllGather(Decide(CallOf(args)), args, stream, chosen);
+}
+
+Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen) {
+  return ReduceScatter(Decide(CallOf(args)), args, stream, chosen);
+}
+
+Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
+                         plan::Plan* chosen) {
+  const plan::Call call = CallOf(args);
   ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
   // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
@@ -64,9 +75,9 @@ Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* 
   return RunAllGather(plan, args, stream);
 }
 
-Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen) {
-  const plan::Call call{plan::CollectiveOp::kReduceScatter, args.count, args.dtype, args.reduction};
-  const plan::Plan plan = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
+                             plan::Plan* chosen) {
+  const plan::Call call = CallOf(args);
   ZPP_TRACE(kPlan, "reducescatter count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
   if (chosen != nullptr) *chosen = plan;

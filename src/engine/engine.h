@@ -40,6 +40,14 @@ class Engine {
   Result AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
   Result ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
 
+  // The plan a call gets on this engine, and the calls run with it: a caller that has to know
+  // the plan first (the plugin forwards pass-throughs unchanged) plans once per call.
+  plan::Plan Decide(const plan::Call& call) const;
+  Result AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
+                   plan::Plan* chosen = nullptr);
+  Result ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
+                       plan::Plan* chosen = nullptr);
+
   const plan::Shape& shape() const { return shape_; }
   BufferPool& pool() { return pool_; }
   const HpzCache* hpz() const { return hpz_.get(); }

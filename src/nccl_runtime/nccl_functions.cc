@@ -48,11 +48,9 @@ Result LoadNcclFunctions(const std::string& library, NcclFunctions* out, std::st
   ZPP_RESOLVE(AllGather);
   ZPP_RESOLVE(ReduceScatter);
   ZPP_RESOLVE(GetVersion);
-  ZPP_RESOLVE(GetErrorString);
   ZPP_RESOLVE(CommCount);
   ZPP_RESOLVE(CommUserRank);
   ZPP_RESOLVE(CommCuDevice);
-  ZPP_RESOLVE(CommGetAsyncError);
   ZPP_RESOLVE(AlltoAll);
   ZPP_RESOLVE(Send);
   ZPP_RESOLVE(Recv);

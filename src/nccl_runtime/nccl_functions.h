@@ -30,11 +30,9 @@ struct NcclFunctions {
   decltype(&ncclReduceScatter) ReduceScatter = nullptr;
   // What zpp's own plans and set-up use (not exported by zpp).
   decltype(&ncclGetVersion) GetVersion = nullptr;
-  decltype(&ncclGetErrorString) GetErrorString = nullptr;
   decltype(&ncclCommCount) CommCount = nullptr;
   decltype(&ncclCommUserRank) CommUserRank = nullptr;
   decltype(&ncclCommCuDevice) CommCuDevice = nullptr;
-  decltype(&ncclCommGetAsyncError) CommGetAsyncError = nullptr;
   decltype(&ncclAlltoAll) AlltoAll = nullptr;  // NCCL 2.28 and newer
   decltype(&ncclSend) Send = nullptr;
   decltype(&ncclRecv) Recv = nullptr;

@@ -294,37 +294,16 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
 
 Result UcpTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
                                const void* send, void* recv, size_t bytes) {
-  ZPP_CHECK(CheckUsable(rank));
-  std::vector<Pending> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < group.members.size(); ++i) {
-      const int member = group.members[i];
-      if (member == rank_) continue;
-      if (Result r = PostReceive(Tag(group.kind, false, member, sequence),
-                                 static_cast<char*>(recv) + i * bytes, bytes, &pending);
-          r != ncclSuccess) {
-        Release(&pending);
-        return r;
-      }
-    }
-    for (const int member : group.members) {
-      if (member == rank_) continue;
-      if (Result r =
-              PostSend(member, Tag(group.kind, false, rank_, sequence), send, bytes, &pending);
-          r != ncclSuccess) {
-        Release(&pending);
-        return r;
-      }
-    }
-  }
-  char* mine = static_cast<char*>(recv) + group.my_index * bytes;
-  if (mine != send) std::memmove(mine, send, bytes);
-  return WaitAll(&pending, "all-gather");
+  return Exchange(rank, group, sequence, send, 0, recv, bytes, "all-gather");
 }
 
 Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send,
                               void* recv, size_t bytes) {
+  return Exchange(rank, group, sequence, send, bytes, recv, bytes, "all-to-all");
+}
+
+Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                              size_t send_stride, void* recv, size_t bytes, const char* what) {
   ZPP_CHECK(CheckUsable(rank));
   std::vector<Pending> pending;
   {
@@ -343,16 +322,18 @@ Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequenc
       const int member = group.members[j];
       if (member == rank_) continue;
       if (Result r = PostSend(member, Tag(group.kind, false, rank_, sequence),
-                              static_cast<const char*>(send) + j * bytes, bytes, &pending);
+                              static_cast<const char*>(send) + j * send_stride, bytes, &pending);
           r != ncclSuccess) {
         Release(&pending);
         return r;
       }
     }
   }
-  std::memcpy(static_cast<char*>(recv) + group.my_index * bytes,
-              static_cast<const char*>(send) + group.my_index * bytes, bytes);
-  return WaitAll(&pending, "all-to-all");
+  // This rank's own piece (an in-place all-gather's is already there).
+  char* mine = static_cast<char*>(recv) + group.my_index * bytes;
+  const char* source = static_cast<const char*>(send) + group.my_index * send_stride;
+  if (mine != source) std::memmove(mine, source, bytes);
+  return WaitAll(&pending, what);
 }
 
 Result UcpTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,

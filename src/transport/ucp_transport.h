@@ -64,6 +64,10 @@ class UcpTransport final : public Transport {
   UcpTransport(int rank, int size, std::chrono::milliseconds timeout);
   Result Connect(const std::vector<Address>& addresses);
 
+  // The all-gather (every peer gets `send`) and the all-to-all (peer j gets piece j, pieces
+  // `send_stride` apart) in one: receives posted first, then sends, then this rank's own piece.
+  Result Exchange(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                  size_t send_stride, void* recv, size_t bytes, const char* what);
   // Under mutex_.
   Result PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                   std::vector<Pending>* pending);

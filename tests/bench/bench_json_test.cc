@@ -1,7 +1,6 @@
 // zpp-bench as a user runs it: the JSON it writes has the documented fields with the right
 // types and consistent values, and --backend nccl without a GPU fails plainly, no figures faked.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,25 +9,13 @@
 #include <set>
 #include <string>
 
+#include "tests/common/run_command.h"
+
 namespace zpp::bench {
 namespace {
 
-struct Command {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-Command RunCommand(const std::string& command) {
-  Command result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Command = zpp::test::CommandRun;
+using zpp::test::RunCommand;
 
 const char* const kRowFields[] = {"op",
                                   "mode",

@@ -3,31 +3,6 @@
 namespace zpp::test {
 namespace {
 
-struct Mode {
-  std::string name;
-  plan::Settings settings;
-};
-
-std::vector<Mode> Modes() {
-  auto make = [](bool qwz, int qwz_bits, bool hpz, bool qgz, int intra, int inter) {
-    plan::Settings s;
-    s.qwz = qwz;
-    s.qwz_bits = qwz_bits;
-    s.hpz = hpz;
-    s.qgz = qgz;
-    s.qgz_bits_intra = intra;
-    s.qgz_bits_inter = inter;
-    s.min_bytes = 0;
-    return s;
-  };
-  return {
-      {"plain", make(false, 8, false, false, 8, 4)},  {"qwz8", make(true, 8, false, false, 8, 4)},
-      {"qwz4", make(true, 4, false, false, 8, 4)},    {"hpz", make(false, 8, true, false, 8, 4)},
-      {"qwz8_hpz", make(true, 8, true, false, 8, 4)}, {"qgz8_4", make(false, 8, false, true, 8, 4)},
-      {"qgz8_8", make(false, 8, false, true, 8, 8)},  {"qgz4_4", make(false, 8, false, true, 4, 4)},
-  };
-}
-
 // 256 KiB of bf16 across the ranks: several messages over UCX's rendezvous protocol.
 constexpr size_t kLargeBytes = size_t{256} << 10;
 
@@ -49,7 +24,7 @@ std::vector<MatrixCase> MatrixCases() {
   std::vector<MatrixCase> cases;
   const int topologies = static_cast<int>(MatrixTopologies().size());
   for (int topology = 0; topology < topologies; ++topology) {
-    for (const Mode& mode : Modes()) {
+    for (const MatrixMode& mode : MatrixModes()) {
       for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
         for (size_t count : {size_t{1}, size_t{37}, size_t{255}, size_t{257}, size_t{1000}}) {
           for (plan::CollectiveOp op :

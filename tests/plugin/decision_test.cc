@@ -1,12 +1,12 @@
 // The hooks' decisions on a communicator zpp did set up (a recording double stands in for the
 // cuda_nccl one, on a 2-node x 2-rank shape; ZPP_QWZ=1 ZPP_QGZ=1): which calls reach zpp and
 // with which arguments, and which go to NCCL under which reason.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <vector>
 
+#include "fake_nccl_calls.h"
 #include "kernels/float_convert.h"
 #include "recording_communicator.h"
 #include "zpp/zpp.h"
@@ -26,14 +26,7 @@ const bool kEnvironment = [] {
   return true;
 }();
 
-int FakeCalls(const char* name) {
-  void* fake = dlopen(ZPP_FAKE_NCCL, RTLD_NOW | RTLD_NOLOAD);
-  if (fake == nullptr) return -1;
-  auto calls = reinterpret_cast<int (*)(const char*)>(dlsym(fake, "fakeNcclCalls"));
-  const int count = calls == nullptr ? -1 : calls(name);
-  dlclose(fake);
-  return count;
-}
+using zpp::test::FakeCalls;
 
 class DecisionTest : public ::testing::Test {
  protected:

@@ -1,27 +1,19 @@
 // The exported nccl* hooks over a stand-in NCCL (fake_nccl.cc, named by ZPP_NCCL_LIBRARY): what
 // is forwarded unchanged, what zpp answers itself, and the reason each pass-through is counted
 // under. No GPU here, so no communicator gets zpp set up: two-rank ones say "unavailable".
-#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "fake_nccl_calls.h"
 #include "zpp/zpp.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-// -1 until zpp has loaded the fake (on the first hook called).
-int FakeCalls(const char* name) {
-  void* fake = dlopen(ZPP_FAKE_NCCL, RTLD_NOW | RTLD_NOLOAD);
-  if (fake == nullptr) return -1;
-  auto calls = reinterpret_cast<int (*)(const char*)>(dlsym(fake, "fakeNcclCalls"));
-  const int count = calls == nullptr ? -1 : calls(name);
-  dlclose(fake);  // drops the reference RTLD_NOLOAD took
-  return count;
-}
+using zpp::test::FakeCalls;
 
 ncclComm_t NewComm(int nranks, int rank = 0) {
   ncclComm_t comm = nullptr;

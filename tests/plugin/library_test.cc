@@ -3,30 +3,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "tests/common/run_command.h"
 #include "zpp/zpp.h"
 
 namespace {
 
-std::string Capture(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string output;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  pclose(pipe);
-  return output;
-}
-
 // The dynamic symbols libzpp.so defines (text and data), as nm -D --defined-only lists them.
 std::set<std::string> DefinedDynamicSymbols() {
-  std::istringstream lines(Capture(std::string("nm -D --defined-only ") + ZPP_LIBRARY));
+  std::istringstream lines(
+      zpp::test::RunCommand(std::string("nm -D --defined-only ") + ZPP_LIBRARY).output);
   std::set<std::string> names;
   std::string address, type, name;
   while (lines >> address >> type >> name) names.insert(name);
@@ -47,7 +36,7 @@ TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
 }
 
 TEST(LibraryTest, DoesNotLinkNccl) {
-  const std::string ldd = Capture(std::string("ldd ") + ZPP_LIBRARY);
+  const std::string ldd = zpp::test::RunCommand(std::string("ldd ") + ZPP_LIBRARY).output;
   ASSERT_THAT(ldd, ::testing::HasSubstr("libc.so"));  // ldd ran
   EXPECT_THAT(ldd, ::testing::Not(::testing::HasSubstr("libnccl")));
   EXPECT_THAT(ldd, ::testing::Not(::testing::HasSubstr("libcudart")));

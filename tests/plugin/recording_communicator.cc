@@ -1,5 +1,7 @@
 #include "recording_communicator.h"
 
+#include <gtest/gtest.h>
+
 #include "config/config.h"
 #include "plan/planner.h"
 
@@ -18,13 +20,18 @@ class RecordingCommunicator final : public ZppCommunicator {
   }
   ~RecordingCommunicator() override { --test::Recording().live; }
 
-  const plan::Shape& shape() const override { return shape_; }
-  const plan::Settings& settings() const override { return settings_; }
-  Result AllGather(const engine::AllGatherArgs& args, cudaStream_t) override {
+  plan::Plan Decide(const plan::Call& call) const override {
+    return plan::MakePlan(call, shape_, settings_, {});
+  }
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
+                   cudaStream_t) override {
+    EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);  // the plan the hook made
     test::Recording().all_gathers.push_back(args);
     return ncclSuccess;
   }
-  Result ReduceScatter(const engine::ReduceScatterArgs& args, cudaStream_t) override {
+  Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
+                       cudaStream_t) override {
+    EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);
     test::Recording().reduce_scatters.push_back(args);
     return ncclSuccess;
   }

@@ -11,6 +11,26 @@
 
 namespace zpp::test {
 
+std::vector<MatrixMode> MatrixModes() {
+  auto make = [](bool qwz, int qwz_bits, bool hpz, bool qgz, int intra, int inter) {
+    plan::Settings s;
+    s.qwz = qwz;
+    s.qwz_bits = qwz_bits;
+    s.hpz = hpz;
+    s.qgz = qgz;
+    s.qgz_bits_intra = intra;
+    s.qgz_bits_inter = inter;
+    s.min_bytes = 0;
+    return s;
+  };
+  return {
+      {"plain", make(false, 8, false, false, 8, 4)},  {"qwz8", make(true, 8, false, false, 8, 4)},
+      {"qwz4", make(true, 4, false, false, 8, 4)},    {"hpz", make(false, 8, true, false, 8, 4)},
+      {"qwz8_hpz", make(true, 8, true, false, 8, 4)}, {"qgz8_4", make(false, 8, false, true, 8, 4)},
+      {"qgz8_8", make(false, 8, false, true, 8, 8)},  {"qgz4_4", make(false, 8, false, true, 4, 4)},
+  };
+}
+
 double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i) {
   float value = 0;
   codec::LoadElements(bytes.data(), dtype, i, 1, &value);

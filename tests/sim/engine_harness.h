@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/collective_args.h"
@@ -42,6 +43,14 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
 // entries of ranks it does not host stay empty. Resets the world's byte counters first.
 CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec);
+
+// The engine's modes the matrix tests run (threads in tests/sim, processes in tests/mp): plain,
+// qwZ int8 and int4, hpZ, qwZ int8 + hpZ, qgZ 8/4, 8/8 and 4/4; every size through its plan.
+struct MatrixMode {
+  std::string name;
+  plan::Settings settings;
+};
+std::vector<MatrixMode> MatrixModes();
 
 // Element i of a raw buffer of `dtype`, widened to double.
 double ElementAt(const std::vector<uint8_t>& bytes, ncclDataType_t dtype, size_t i);

@@ -45,31 +45,6 @@ std::vector<Topology> Topologies() {
   };
 }
 
-struct Mode {
-  std::string name;
-  plan::Settings settings;
-};
-
-std::vector<Mode> Modes() {
-  auto make = [](bool qwz, int qwz_bits, bool hpz, bool qgz, int intra, int inter) {
-    plan::Settings s;
-    s.qwz = qwz;
-    s.qwz_bits = qwz_bits;
-    s.hpz = hpz;
-    s.qgz = qgz;
-    s.qgz_bits_intra = intra;
-    s.qgz_bits_inter = inter;
-    s.min_bytes = 0;
-    return s;
-  };
-  return {
-      {"plain", make(false, 8, false, false, 8, 4)},  {"qwz8", make(true, 8, false, false, 8, 4)},
-      {"qwz4", make(true, 4, false, false, 8, 4)},    {"hpz", make(false, 8, true, false, 8, 4)},
-      {"qwz8_hpz", make(true, 8, true, false, 8, 4)}, {"qgz8_4", make(false, 8, false, true, 8, 4)},
-      {"qgz8_8", make(false, 8, false, true, 8, 8)},  {"qgz4_4", make(false, 8, false, true, 4, 4)},
-  };
-}
-
 double HalfUlpRelative(ncclDataType_t dtype) {
   switch (dtype) {
     case ncclFloat16:
@@ -139,7 +114,7 @@ double ReduceScatterBudget(const plan::Plan& plan, ncclDataType_t dtype) {
   }
 }
 
-void CheckRun(const Topology& topology, const Mode& mode, const CollectiveSpec& spec) {
+void CheckRun(const Topology& topology, const MatrixMode& mode, const CollectiveSpec& spec) {
   const plan::Shape shape = sim::ShapeOf(topology.layout);
   const CollectiveRun run = RunCollective(topology.layout, shape, mode.settings, spec);
   const std::string where = topology.name + " " + mode.name + " " +
@@ -193,7 +168,7 @@ class EngineMatrixTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(EngineMatrixTest, EveryPlanDtypeSize) {
   const Topology topology = Topologies()[GetParam()];
-  for (const Mode& mode : Modes()) {
+  for (const MatrixMode& mode : MatrixModes()) {
     for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
       for (size_t count : {size_t{1}, size_t{37}, size_t{255}, size_t{257}, size_t{1000}}) {
         for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
@@ -223,7 +198,7 @@ TEST_P(EngineMatrixTest, EveryPlanDtypeSize) {
 TEST_P(EngineMatrixTest, SeveralMebibytes) {
   const Topology topology = Topologies()[GetParam()];
   const int n = topology.layout.world_size();
-  for (const Mode& mode : Modes()) {
+  for (const MatrixMode& mode : MatrixModes()) {
     for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       CollectiveSpec spec;
       spec.op = op;

@@ -2,13 +2,11 @@
 // a table and as JSON that parses to the documented shape.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/common/run_command.h"
 #include "topology/str_cat.h"
 
 namespace {
@@ -17,42 +15,28 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 using zpp::topology::StrCat;
 
-struct ProcessRun {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
-
-ProcessRun RunZppTopo(const std::string& args) {
-  // A clean environment: no rack variables of the machine running the tests leak in.
-  const std::string command = StrCat("env -i ZPP_DEBUG=WARN ", ZPP_TOPO_BINARY, " ", args, " 2>&1");
-  ProcessRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+// A clean environment: no rack variables of the machine running the tests leak in.
+zpp::test::CommandRun RunZppTopo(const std::string& args) {
+  return zpp::test::RunCommand(StrCat("env -i ZPP_DEBUG=WARN ", ZPP_TOPO_BINARY, " ", args));
 }
 
 std::string Fixture(const std::string& name) { return StrCat(ZPP_TOPOLOGY_FIXTURES, "/", name); }
 
 TEST(ZppTopoTest, PrintsThisMachine) {
-  const ProcessRun run = RunZppTopo("");
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_THAT(run.out, HasSubstr("zpp-topo: this machine (host "));
-  EXPECT_THAT(run.out, HasSubstr("NUMA nodes"));
-  EXPECT_THAT(run.out, HasSubstr("GPUs:"));
-  EXPECT_THAT(run.out, HasSubstr("NICs:"));
-  EXPECT_THAT(run.out, HasSubstr("rack none: the job is one rack (source none)"));
-  EXPECT_THAT(run.out, ::testing::Not(HasSubstr("WARN")));
+  const zpp::test::CommandRun run = RunZppTopo("");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("zpp-topo: this machine (host "));
+  EXPECT_THAT(run.output, HasSubstr("NUMA nodes"));
+  EXPECT_THAT(run.output, HasSubstr("GPUs:"));
+  EXPECT_THAT(run.output, HasSubstr("NICs:"));
+  EXPECT_THAT(run.output, HasSubstr("rack none: the job is one rack (source none)"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("WARN")));
 }
 
 TEST(ZppTopoTest, SixteenRanksOfFourInTwoRacksAsJson) {
-  const ProcessRun run = RunZppTopo("--ranks 16 --local-size 4 --racks 2 --json");
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  const json doc = json::parse(run.out);
+  const zpp::test::CommandRun run = RunZppTopo("--ranks 16 --local-size 4 --racks 2 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = json::parse(run.output);
   ASSERT_TRUE(doc.contains("nodes"));
   ASSERT_TRUE(doc.contains("racks"));
   ASSERT_EQ(doc["nodes"].size(), 4u);
@@ -70,16 +54,16 @@ TEST(ZppTopoTest, SixteenRanksOfFourInTwoRacksAsJson) {
 }
 
 TEST(ZppTopoTest, SimulatedClusterAsTable) {
-  const ProcessRun run = RunZppTopo("--ranks 16 --local-size 4 --racks 2");
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_THAT(run.out, HasSubstr("16 ranks on 4 nodes (4 per node) in 2 racks"));
-  EXPECT_THAT(run.out, ::testing::ContainsRegex("3 +sim-node3 +rack1 +12-15 +4"));
+  const zpp::test::CommandRun run = RunZppTopo("--ranks 16 --local-size 4 --racks 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("16 ranks on 4 nodes (4 per node) in 2 racks"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("3 +sim-node3 +rack1 +12-15 +4"));
 }
 
 TEST(ZppTopoTest, UnevenSimulatedClusterReportsWhyHierarchyIsOff) {
-  const ProcessRun run = RunZppTopo("--ranks 7 --local-size 4 --json");
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  const json doc = json::parse(run.out);
+  const zpp::test::CommandRun run = RunZppTopo("--ranks 7 --local-size 4 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = json::parse(run.output);
   EXPECT_EQ(doc["nodes"].size(), 2u);
   EXPECT_EQ(doc["hierarchical"]["allowed"], false);
   EXPECT_EQ(doc["hierarchical"]["verdict"], "uneven-nodes");
@@ -87,10 +71,10 @@ TEST(ZppTopoTest, UnevenSimulatedClusterReportsWhyHierarchyIsOff) {
 }
 
 TEST(ZppTopoTest, MachineFromXmlAsJson) {
-  const ProcessRun run = RunZppTopo(
+  const zpp::test::CommandRun run = RunZppTopo(
       StrCat("--xml ", Fixture("two_socket_8gpu_4nic.xml"), " --gpu 0000:93:00.0 --json"));
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  const json doc = json::parse(run.out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = json::parse(run.output);
   const json& machine = doc["machine"];
   EXPECT_EQ(machine["host"], "fixture-2s8g");
   EXPECT_EQ(machine["gpus"].size(), 8u);
@@ -103,34 +87,29 @@ TEST(ZppTopoTest, MachineFromXmlAsJson) {
 }
 
 TEST(ZppTopoTest, RackFromTheEnvironmentShows) {
-  const ProcessRun run = RunZppTopo("--json");  // env -i: no rack
-  ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_EQ(json::parse(run.out)["machine"]["rack_source"], "none");
-  const std::string command = StrCat("env -i ZPP_RACK_ID=rack-9 ", ZPP_TOPO_BINARY, " --json");
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  ASSERT_EQ(pclose(pipe), 0);
-  const json doc = json::parse(out);
+  const zpp::test::CommandRun run = RunZppTopo("--json");  // env -i: no rack
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(json::parse(run.output)["machine"]["rack_source"], "none");
+  const zpp::test::CommandRun with_rack =
+      zpp::test::RunCommand(StrCat("env -i ZPP_RACK_ID=rack-9 ", ZPP_TOPO_BINARY, " --json"));
+  ASSERT_EQ(with_rack.exit_code, 0) << with_rack.output;
+  const json doc = json::parse(with_rack.output);
   EXPECT_EQ(doc["machine"]["rack"], "rack-9");
   EXPECT_EQ(doc["machine"]["rack_source"], "ZPP_RACK_ID");
   EXPECT_EQ(doc["racks"][0]["name"], "rack-9");
 }
 
 TEST(ZppTopoTest, ImpossibleShapesAndBadArgumentsFail) {
-  const ProcessRun too_many_racks = RunZppTopo("--ranks 8 --local-size 4 --racks 3");
+  const zpp::test::CommandRun too_many_racks = RunZppTopo("--ranks 8 --local-size 4 --racks 3");
   EXPECT_EQ(too_many_racks.exit_code, 2);
-  EXPECT_THAT(too_many_racks.out, HasSubstr("3 racks need at least as many hosts"));
+  EXPECT_THAT(too_many_racks.output, HasSubstr("3 racks need at least as many hosts"));
 
   EXPECT_NE(RunZppTopo("--local-size 4").exit_code, 0);  // needs --ranks
   EXPECT_NE(RunZppTopo("--ranks 0").exit_code, 0);
   EXPECT_NE(RunZppTopo("--xml /nonexistent.xml").exit_code, 0);
-  const ProcessRun bad_gpu = RunZppTopo("--gpu 12345");
+  const zpp::test::CommandRun bad_gpu = RunZppTopo("--gpu 12345");
   EXPECT_EQ(bad_gpu.exit_code, 2);
-  EXPECT_THAT(bad_gpu.out, HasSubstr("not a PCI address"));
+  EXPECT_THAT(bad_gpu.output, HasSubstr("not a PCI address"));
 }
 
 }  // namespace

@@ -3,29 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "tests/common/run_command.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct ProcessRun {
-  int status;
-  std::string output;
-};
-
-ProcessRun RunZppEnv(const std::string& env) {
-  const std::string command = "env -i " + env + " " + ZPP_ENV_BINARY + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string output;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  return {pclose(pipe), output};
+zpp::test::CommandRun RunZppEnv(const std::string& env) {
+  return zpp::test::RunCommand("env -i " + env + " " + ZPP_ENV_BINARY);
 }
 
 size_t Count(const std::string& haystack, const std::string& needle) {
@@ -38,8 +26,9 @@ size_t Count(const std::string& haystack, const std::string& needle) {
 }
 
 TEST(EnvProcessTest, BadValuesWarnOnceEachAndUseDefaults) {
-  const ProcessRun run = RunZppEnv("ZPP_BLOCK=abc ZPP_QWZ_BITS=3 ZPP_MIN_BYTES=-1 ZPP_QWZ=1");
-  EXPECT_EQ(run.status, 0);
+  const zpp::test::CommandRun run =
+      RunZppEnv("ZPP_BLOCK=abc ZPP_QWZ_BITS=3 ZPP_MIN_BYTES=-1 ZPP_QWZ=1");
+  EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(Count(run.output, "ZPP WARN"), 3u) << run.output;
   EXPECT_THAT(run.output,
               HasSubstr("ZPP WARN ZPP_BLOCK=\"abc\" is not an integer; using the default 256"));
@@ -52,21 +41,21 @@ TEST(EnvProcessTest, BadValuesWarnOnceEachAndUseDefaults) {
 }
 
 TEST(EnvProcessTest, DebugNoneSilencesWarnings) {
-  const ProcessRun run = RunZppEnv("ZPP_DEBUG=NONE ZPP_BLOCK=abc");
-  EXPECT_EQ(run.status, 0);
+  const zpp::test::CommandRun run = RunZppEnv("ZPP_DEBUG=NONE ZPP_BLOCK=abc");
+  EXPECT_EQ(run.exit_code, 0);
   EXPECT_THAT(run.output, Not(HasSubstr("ZPP WARN")));
 }
 
 TEST(EnvProcessTest, BadDebugLevelWarnsAtDefaultLevel) {
-  const ProcessRun run = RunZppEnv("ZPP_DEBUG=LOUD");
-  EXPECT_EQ(run.status, 0);
+  const zpp::test::CommandRun run = RunZppEnv("ZPP_DEBUG=LOUD");
+  EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(Count(run.output, "ZPP WARN"), 1u) << run.output;
   EXPECT_THAT(run.output, HasSubstr("ZPP_DEBUG=\"LOUD\" is not a level"));
 }
 
 TEST(EnvProcessTest, CleanEnvironmentIsSilent) {
-  const ProcessRun run = RunZppEnv("ZPP_QWZ=1");
-  EXPECT_EQ(run.status, 0);
+  const zpp::test::CommandRun run = RunZppEnv("ZPP_QWZ=1");
+  EXPECT_EQ(run.exit_code, 0);
   EXPECT_THAT(run.output, Not(HasSubstr("ZPP WARN")));
 }
 

@@ -1,5 +1,5 @@
-// The topology exchange (topology::ByteAllGather) over a backend's world group: one small
-// all-gather at set-up, read back with one host wait.
+// A small exchange among a backend's world group (topology::ByteAllGather): the topology records
+// and the configuration agreement at set-up, one all-gather read back with one host wait.
 #pragma once
 
 #include "backend/backend.h"

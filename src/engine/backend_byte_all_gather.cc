@@ -1,4 +1,4 @@
-#include "cuda_nccl/backend_byte_all_gather.h"
+#include "engine/backend_byte_all_gather.h"
 
 namespace zpp {
 
