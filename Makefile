@@ -26,8 +26,11 @@ build: deps
 	$(call configure,build)
 	@cmake --build build -j $(JOBS)
 
+# The pinned torch (tools/install-torch.sh, once per machine) is for the tests that drive zpp
+# from a real framework; they find its python in ZPP_TORCH_PYTHON.
 test: build
-	@cd build && ctest $(CTEST_FLAGS)
+	@python=$$(bash tools/install-torch.sh) && cd build && \
+	  ZPP_TORCH_PYTHON=$$python ctest $(CTEST_FLAGS)
 
 # The main job: the benchmark against plain NCCL on a GPU, the CPU simulation without one.
 demo: build

@@ -9,6 +9,7 @@
 #include "common/c_boundary.h"
 #include "common/nccl_types.h"
 #include "plugin/comm_registry.h"
+#include "plugin/comm_setup.h"
 #include "plugin/group_state.h"
 #include "plugin/premul_registry.h"
 #include "plugin/real_call.h"
@@ -18,13 +19,30 @@ namespace {
 
 using zpp::plugin::CommState;
 
-// A reason to pass through that the planner does not know about, or nullopt.
-std::optional<zppPassThroughReason_t> CommReason(const CommState& state, bool args_valid) {
-  if (!args_valid) return zppReasonInvalidArgs;
-  if (!state.blocking) return zppReasonNonblocking;
-  if (state.nranks < 2) return zppReasonOneRank;
-  if (state.zpp == nullptr) return zppReasonUnavailable;
-  return std::nullopt;
+// zpp's communicator for this call, or the reason to pass through that the planner does not
+// know about. A non-blocking communicator sets up at its first call outside a group that is not
+// capturing: every rank makes that call at the same point.
+std::shared_ptr<zpp::ZppCommunicator> ZppFor(CommState& state, bool args_valid, cudaStream_t stream,
+                                             zppPassThroughReason_t* reason) {
+  *reason = zppReasonUnavailable;
+  if (!args_valid) {
+    *reason = zppReasonInvalidArgs;
+    return nullptr;
+  }
+  if (state.setup_pending) {
+    *reason = zppReasonNonblocking;
+    if (zpp::plugin::ThisThreadGroup().depth > 0 || zpp::StreamCapturing(stream)) return nullptr;
+    zpp::plugin::SetUpPending(*zpp::RealNccl(), state);
+  }
+  std::shared_ptr<zpp::ZppCommunicator> zpp = state.Zpp();
+  if (zpp == nullptr) {
+    if (!state.blocking) {
+      *reason = zppReasonNonblocking;
+    } else if (state.nranks < 2) {
+      *reason = zppReasonOneRank;
+    }
+  }
+  return zpp;
 }
 
 bool ValidDtype(ncclDataType_t dtype) {
@@ -52,11 +70,13 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
     state->stats.AddPassThrough(reason, input_bytes);
     return forward();
   };
-  if (const auto reason = CommReason(*state, valid)) return pass_through(*reason);
-  const zpp::plan::Plan plan = state->zpp->Decide(zpp::engine::CallOf(args));
+  zppPassThroughReason_t reason = zppReasonUnavailable;
+  std::shared_ptr<zpp::ZppCommunicator> zpp = ZppFor(*state, valid, stream, &reason);
+  if (zpp == nullptr) return pass_through(reason);
+  const zpp::plan::Plan plan = zpp->Decide(zpp::engine::CallOf(args));
   if (plan.kind == zpp::plan::PlanKind::kPassThrough) return pass_through(plan.reason);
   if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);
-  zpp::plugin::ZppCall call{state, plan, args, stream};
+  zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream};
   if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
     group.deferred.push_back(std::move(call));
     return ncclSuccess;

@@ -1,9 +1,13 @@
 // The exported hooks on communicator creation, destruction and groups: forwarded to the real
 // NCCL, with zpp's per-communicator state kept beside (DESIGN.md, "Runtime NCCL").
+#include <mutex>
+#include <vector>
+
 #include "common/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"
 #include "plugin/group_state.h"
+#include "plugin/nonblocking.h"
 #include "plugin/premul_registry.h"
 #include "plugin/real_call.h"
 #include "zpp/zpp.h"
@@ -28,13 +32,38 @@ bool ParentBlocking(ncclComm_t parent) {
   return state == nullptr || state->blocking;
 }
 
-// zpp's state goes first: its sub-communicators are released before NCCL frees the parent.
+// Communicators zpp aborted: their zpp state is kept to the end of the process, never freed.
+void KeepForever(std::shared_ptr<zpp::ZppCommunicator> zpp) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::shared_ptr<zpp::ZppCommunicator>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(zpp));
+}
+
+// Destroy and finalize release zpp's state on `comm` (its sub-communicators and buffers) before
+// NCCL frees the parent; a call still running on another thread holds it until it returns.
+// Abort must return at once, on the watchdog's thread, while the device may be stuck: zpp
+// aborts its sub-communicators and keeps its state, never freeing it (a cudaFree would wait
+// for the stuck kernel the abort is meant to end).
 void Forget(ncclComm_t comm, bool abort) {
-  if (const auto state = Comms().Find(comm); abort && state != nullptr && state->zpp != nullptr) {
-    state->zpp->Abort();
-  }
-  Comms().Retire(comm);
+  std::shared_ptr<zpp::ZppCommunicator> zpp =
+      Comms().Retire(comm, abort ? "aborted: calls pass through" : "destroyed");
   zpp::plugin::PreMuls().RemoveComm(comm);
+  if (zpp != nullptr && abort) {
+    zpp->Abort();
+    KeepForever(std::move(zpp));
+  }
+}
+
+// Every live non-blocking communicator, once nothing is in progress on it.
+ncclResult_t WaitForNonblockingComms(const zpp::NcclFunctions& nccl) {
+  ncclResult_t first_failure = ncclSuccess;
+  for (const auto& state : Comms().Live()) {
+    if (state->blocking) continue;
+    const ncclResult_t ready = zpp::plugin::WaitUntilReady(nccl, state->comm);
+    if (first_failure == ncclSuccess) first_failure = ready;
+  }
+  return first_failure;
 }
 
 }  // namespace
@@ -152,8 +181,13 @@ ZPP_API ncclResult_t ncclGroupEnd() {
     if (group.depth > 0) return nccl->GroupEnd();
     std::vector<zpp::plugin::ZppCall> deferred = std::move(group.deferred);
     group.deferred.clear();
-    const ncclResult_t result = nccl->GroupEnd();
+    ncclResult_t result = nccl->GroupEnd();
     if (deferred.empty()) return result;
+    if (result == ncclInProgress) {
+      // NCCL is still launching the group's work on its non-blocking members; zpp's plans go on
+      // the same streams after it, so they wait until NCCL has enqueued it.
+      result = WaitForNonblockingComms(*nccl);
+    }
     if (result != ncclSuccess) {
       ZPP_WARN("ncclGroupEnd failed (%d): the group's %zu zpp call(s) did not run",
                static_cast<int>(result), deferred.size());

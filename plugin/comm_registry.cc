@@ -22,18 +22,17 @@ std::shared_ptr<CommState> CommRegistry::Find(ncclComm_t comm) const {
   return found == live_.end() ? nullptr : found->second;
 }
 
-void CommRegistry::Retire(ncclComm_t comm) {
+std::shared_ptr<ZppCommunicator> CommRegistry::Retire(ncclComm_t comm, const char* why) {
   std::shared_ptr<CommState> state;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto found = live_.find(comm);
-    if (found == live_.end()) return;
+    if (found == live_.end()) return nullptr;
     state = found->second;
     live_.erase(found);
     retired_.insert(comm);
   }
-  // The sub-communicators and device buffers go before NCCL frees the parent.
-  state->zpp.reset();
+  return state->TakeZpp(why);
 }
 
 bool CommRegistry::WasRetired(ncclComm_t comm) const {
@@ -41,9 +40,38 @@ bool CommRegistry::WasRetired(ncclComm_t comm) const {
   return retired_.count(comm) != 0;
 }
 
+std::vector<std::shared_ptr<CommState>> CommRegistry::Live() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<CommState>> live;
+  for (const auto& [comm, state] : live_) live.push_back(state);
+  return live;
+}
+
 std::vector<std::shared_ptr<CommState>> CommRegistry::All() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return history_;
+}
+
+std::shared_ptr<ZppCommunicator> CommState::Zpp() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return zpp_;
+}
+
+std::string CommState::Unavailable() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unavailable_;
+}
+
+void CommState::SetZpp(std::shared_ptr<ZppCommunicator> zpp) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  zpp_ = std::move(zpp);
+  unavailable_.clear();
+}
+
+std::shared_ptr<ZppCommunicator> CommState::TakeZpp(std::string why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unavailable_ = std::move(why);
+  return std::move(zpp_);
 }
 
 CommRegistry& Comms() {

@@ -5,6 +5,7 @@
 
 #include "log/log.h"
 #include "plugin/group_state.h"
+#include "plugin/nonblocking.h"
 
 namespace zpp::plugin {
 namespace {
@@ -14,6 +15,22 @@ void Identify(const NcclFunctions& nccl, ncclComm_t comm, int* rank, int* nranks
   *nranks = 1;
   if (nccl.CommUserRank(comm, rank) != ncclSuccess) *rank = 0;
   if (nccl.CommCount(comm, nranks) != ncclSuccess) *nranks = 1;
+}
+
+// zpp's set-up on `comm` (every rank at the same point). On failure the state says why.
+void SetUp(const NcclFunctions& nccl, CommState& state, ncclComm_t comm, const char* how) {
+  std::unique_ptr<ZppCommunicator> zpp;
+  std::string why_not;
+  if (SetUpZppCommunicator(nccl, comm, state.stats, &zpp, &why_not) != ncclSuccess) {
+    state.TakeZpp(why_not);
+    ZPP_WARN("zpp: communicator %p (%s, rank %d of %d): %s; its calls pass through to NCCL",
+             static_cast<void*>(state.comm), how, state.rank, state.nranks, why_not.c_str());
+    return;
+  }
+  if (comm != state.comm) zpp = OwningDuplicate(nccl, comm, std::move(zpp));
+  state.SetZpp(std::move(zpp));
+  ZPP_INFO(kPlugin, "communicator %p (%s): zpp set up, rank %d of %d",
+           static_cast<void*>(state.comm), how, state.rank, state.nranks);
 }
 
 }  // namespace
@@ -33,36 +50,58 @@ void AfterCreation(const NcclFunctions& nccl, ncclComm_t comm, bool blocking, co
   const std::shared_ptr<CommState> state = Comms().Add(comm, rank, nranks, blocking);
   log::ScopedRank scoped_rank(rank);
   if (!blocking) {
-    state->unavailable = "nonblocking communicator (config.blocking = 0): its calls pass through";
+    state->TakeZpp(
+        "nonblocking communicator: zpp sets up at its first all-gather or reduce-scatter outside "
+        "a group; calls before pass through");
+    state->setup_pending = true;
   } else if (nranks < 2) {
-    state->unavailable = "one rank: its calls pass through";
+    state->TakeZpp("one rank: its calls pass through");
   } else if (ThisThreadGroup().depth > 0) {
-    state->unavailable = std::string("created by ") + how +
-                         " inside ncclGroupStart/End: zpp cannot set up there, calls pass through";
+    state->TakeZpp(std::string("created by ") + how +
+                   " inside ncclGroupStart/End: zpp cannot set up there, calls pass through");
   } else {
-    std::string why_not;
-    if (SetUpZppCommunicator(nccl, comm, state->stats, &state->zpp, &why_not) != ncclSuccess) {
-      state->zpp.reset();
-      state->unavailable = why_not;
-      ZPP_WARN("zpp: communicator %p (%s, rank %d of %d): %s; its calls pass through to NCCL",
-               static_cast<void*>(comm), how, rank, nranks, why_not.c_str());
-      return;
-    }
+    SetUp(nccl, *state, comm, how);
+    return;
   }
-  if (state->zpp == nullptr) {
-    ZPP_INFO(kPlugin, "communicator %p (%s): %s", static_cast<void*>(comm), how,
-             state->unavailable.c_str());
-  } else {
-    ZPP_INFO(kPlugin, "communicator %p (%s): zpp set up, rank %d of %d", static_cast<void*>(comm),
-             how, rank, nranks);
+  ZPP_INFO(kPlugin, "communicator %p (%s): %s", static_cast<void*>(comm), how,
+           state->Unavailable().c_str());
+}
+
+bool SetUpPending(const NcclFunctions& nccl, CommState& state) {
+  if (!state.setup_pending.exchange(false)) return state.Zpp() != nullptr;
+  const ncclResult_t ready = WaitUntilReady(nccl, state.comm);
+  if (ready != ncclSuccess) {
+    state.TakeZpp("nonblocking communicator not ready at its first collective (" +
+                  std::to_string(static_cast<int>(ready)) + "): its calls pass through");
+    ZPP_WARN("zpp: communicator %p: %s", static_cast<void*>(state.comm),
+             state.Unavailable().c_str());
+    return false;
   }
+  Identify(nccl, state.comm, &state.rank, &state.nranks);
+  log::ScopedRank scoped_rank(state.rank);
+  if (state.nranks < 2) {
+    state.TakeZpp("one rank: its calls pass through");
+    return false;
+  }
+  ncclComm_t duplicate = nullptr;
+  if (const Result split = SplitBlockingDuplicate(nccl, state.comm, state.rank, &duplicate);
+      split != ncclSuccess) {
+    state.TakeZpp("nonblocking communicator: its blocking duplicate could not be made (" +
+                  std::to_string(static_cast<int>(split)) + "): its calls pass through");
+    ZPP_WARN("zpp: communicator %p: %s", static_cast<void*>(state.comm),
+             state.Unavailable().c_str());
+    return false;
+  }
+  SetUp(nccl, state, duplicate, "nonblocking, on a blocking duplicate");
+  if (state.Zpp() == nullptr && nccl.CommDestroy != nullptr) nccl.CommDestroy(duplicate);
+  return state.Zpp() != nullptr;
 }
 
 void RegisterPassThroughOnly(const NcclFunctions& nccl, ncclComm_t comm, const char* why) {
   int rank = 0, nranks = 1;
   Identify(nccl, comm, &rank, &nranks);
   const std::shared_ptr<CommState> state = Comms().Add(comm, rank, nranks, true);
-  state->unavailable = why;
+  state->TakeZpp(why);
   ZPP_INFO(kPlugin, "communicator %p: %s", static_cast<void*>(comm), why);
 }
 

@@ -1,7 +1,9 @@
 // What the creation hooks do after NCCL made a communicator: register it and, at this safe
-// point, set zpp up on it (or say why not).
+// point, set zpp up on it (or say why not). A non-blocking communicator is not ready when its
+// creation returns (ncclInProgress): zpp sets up at its first eligible collective instead.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <memory>
@@ -21,5 +23,10 @@ void AfterCreation(const NcclFunctions& nccl, ncclComm_t comm, bool blocking, co
 
 // A creation zpp cannot set up collectively (ncclCommInitAll: one thread, many ranks).
 void RegisterPassThroughOnly(const NcclFunctions& nccl, ncclComm_t comm, const char* why);
+
+// A non-blocking communicator's deferred set-up, at a collective every rank makes at the same
+// point (an intercepted call outside any group, not capturing): true when zpp is now set up.
+// Runs once per communicator; later calls answer from its outcome.
+bool SetUpPending(const NcclFunctions& nccl, CommState& state);
 
 }  // namespace zpp::plugin

@@ -10,12 +10,15 @@ GroupState& ThisThreadGroup() {
 }
 
 ncclResult_t RunZppCall(const ZppCall& call) {
-  ZppCommunicator* zpp = call.state->zpp.get();
-  if (zpp == nullptr) {
-    ZPP_WARN("ncclGroupEnd: communicator %p was destroyed inside its group; its zpp call is lost",
-             static_cast<void*>(call.state->comm));
+  // A group's call runs at its end: the communicator may have been destroyed or aborted since.
+  if (call.state->Zpp() != call.zpp) {
+    ZPP_WARN(
+        "ncclGroupEnd: communicator %p was destroyed or aborted inside its group; its zpp "
+        "call is lost",
+        static_cast<void*>(call.state->comm));
     return ncclInvalidUsage;
   }
+  ZppCommunicator* zpp = call.zpp.get();
   log::ScopedRank rank(call.state->rank);
   if (const auto* gather = std::get_if<engine::AllGatherArgs>(&call.args)) {
     return zpp->AllGather(call.plan, *gather, call.stream);

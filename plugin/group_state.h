@@ -20,9 +20,11 @@ namespace zpp::plugin {
 
 using CollectiveArgs = std::variant<engine::AllGatherArgs, engine::ReduceScatterArgs>;
 
-// One of zpp's collectives on its communicator, with the plan it was given when called.
+// One of zpp's collectives on its communicator, with the plan it was given when called. It holds
+// zpp's communicator, so that an abort on another thread never frees it under the call.
 struct ZppCall {
   std::shared_ptr<CommState> state;
+  std::shared_ptr<ZppCommunicator> zpp;
   plan::Plan plan;
   CollectiveArgs args;
   cudaStream_t stream = nullptr;

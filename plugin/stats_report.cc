@@ -16,7 +16,7 @@ std::vector<CommStatsRow> Rows() {
     row.id = state->id;
     row.rank = state->rank;
     row.nranks = state->nranks;
-    row.zpp_state = state->zpp != nullptr ? "zpp" : state->unavailable;
+    row.zpp_state = state->Zpp() != nullptr ? "zpp" : state->Unavailable();
     state->stats.Snapshot(&row.stats);
     rows.push_back(std::move(row));
   }

@@ -5,7 +5,7 @@
 # 256 MiB. Writes bench/results/zpp_bench_gpu_<gpu>.{json,md} and the plots; tools/gpu-check.sh
 # runs it. Usage: tools/gpu-bench.sh [BUILD_DIR] [extra zpp-bench flags...]
 set -uo pipefail
-build=${1:-build}
+build=$(realpath -m "${1:-build}")
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,14 +14,15 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-json="bench/results/zpp_bench_gpu_${tag}.json"
-table="bench/results/zpp_bench_gpu_${tag}.md"
-mkdir -p bench/results
+results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
+json="$results/zpp_bench_gpu_${tag}.json"
+table="$results/zpp_bench_gpu_${tag}.md"
+mkdir -p "$results"
 
 pids=()
 for rank in 0 1 2 3; do
   # Never under LD_PRELOAD=libzpp.so: "nccl" rows must be the real NCCL.
-  env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 timeout 1800 \
+  env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 timeout 450 \
     "$build/bin/zpp-bench" --backend nccl --nodes 2 --gpus-per-node 2 --rank "$rank" \
     --dir "$work" -b 8 -e 256M -f 2 -w 2 -n 10 \
     --modes nccl,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++ --json "$work/out.json" "$@" \
@@ -45,6 +46,6 @@ cp "$work/out.json" "$json"
   cat "$work/rank0.log"
   echo '```'
 } > "$table"
-python3 tools/plot_bench.py "$json" --out "bench/results/zpp_bench_gpu_${tag}" 2>/dev/null ||
+python3 tools/plot_bench.py "$json" --out "$results/zpp_bench_gpu_${tag}" 2>/dev/null ||
   echo "gpu-bench: plots skipped (tools/plot_bench.py failed)"
 echo "gpu-bench: $table, $json"

@@ -1,98 +1,162 @@
 #!/usr/bin/env bash
-# The whole check on a GPU machine, in one run (make demo runs it when a GPU is there):
-#   1. what the machine is (GPU, driver, NCCL, MPS), recorded with the results;
-#   2. the codec's GPU tests (ctest -L gpu) and compute-sanitizer memcheck on them;
-#   3. the plugin: 4 ranks as separate processes sharing the GPU (each its own NCCL_HOSTID), as
-#      2 nodes x 2 (ZPP_LOCAL_SIZE=2), for every mode: zpp-collective-check compares the
-#      intercepted calls with plain NCCL and with the CPU simulation (see its header);
-#   4. compute-sanitizer memcheck and racecheck on one small run of each mode;
-#   5. the codec's throughput against a device-to-device copy.
-#   6. FSDP2 four ways (plain, zpp-run --qwz, --qwz --hpz, --preset zero++);
-#   7. zpp-bench against plain NCCL (tools/gpu-bench.sh).
-# Results: bench/results/plugin_gpu_<gpu>.md (and codec_gpu_*, fsdp_loss_*, zpp_bench_gpu_*);
-# exit status 0 only when every part passed. The whole check may not fit one 10-minute call:
-#   tools/gpu-check.sh BUILD [codec] [plugin] [sanitizer] [fsdp] [bench]   runs only those parts.
+# The whole check on a GPU machine, one part per device call (a call may run 600 s at most, so
+# every command below has its own time limit and every part ends under 540 s):
+#
+#   part         what                                                        budget (unmeasured)
+#   probe        the machine (GPU, driver, NCCL, MPS) and whether CUDA can use it       20 s
+#   codec        ctest -L gpu (codec kernels bitwise = CPU reference)                  300 s
+#   codec-mem    compute-sanitizer memcheck on the codec GPU tests                     400 s
+#   plugin       4 ranks (processes on the one GPU, own NCCL_HOSTID, 2 nodes x 2) per   7 x 70 s
+#                mode: zpp-collective-check against plain NCCL and the CPU simulation
+#   memcheck     compute-sanitizer memcheck on one small run of each mode               7 x 70 s
+#   racecheck    compute-sanitizer racecheck, likewise                                  7 x 70 s
+#   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) four ways; ZPP_STATS must show     4 x 120 s
+#                that each zpp way took all-gathers (and reduce-scatters with qgZ)
+#   bench        zpp-bench against plain NCCL (tools/gpu-bench.sh)                     500 s
+#   codec-bench  codec throughput against a device-to-device copy                      300 s
+#
+# Usage: tools/gpu-check.sh [--dry-run] BUILD [PART...]   (no PART: all, in the order above)
+#   --dry-run    print every part's commands instead of running them (needs no GPU)
+#   ZPP_RESULTS  where reports go (default bench/results; on the device machine, $OUT)
+# Exit status 0 only when every part run passed; 77 when there is no GPU.
 set -uo pipefail
-build=${1:-build}
+dry=0
+if [[ "${1:-}" == --dry-run ]]; then
+  dry=1
+  shift
+fi
+all_parts="probe codec codec-mem plugin memcheck racecheck fsdp bench codec-bench"
+# An absolute or relative BUILD both work: everything below uses its real path.
+build=$(realpath -m "${1:-build}")
 shift || true
-parts=" ${*:-codec plugin sanitizer fsdp bench} "
+parts=" ${*:-$all_parts} "
+for part in $parts; do
+  [[ " $all_parts " == *" $part "* ]] || { echo "gpu-check: unknown part '$part'" >&2; exit 2; }
+done
 want() { [[ "$parts" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-if [[ -z "$gpu" ]]; then
-  echo "gpu-check: no GPU here (nvidia-smi found none)" >&2
-  exit 77
-fi
-tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2/{print $NF; exit}')
-[[ -z "$nccl_lib" && -e /usr/local/cuda/lib/libnccl.so.2 ]] && nccl_lib=/usr/local/cuda/lib/libnccl.so.2
-nccl_version=$(strings "$nccl_lib" 2>/dev/null | grep -m1 -oE 'NCCL version [0-9.+a-z]+' || echo unknown)
-mps=$(pgrep -f nvidia-cuda-mps-control >/dev/null && echo "running" || echo "not running")
-report="bench/results/plugin_gpu_${tag}.md"
-mkdir -p bench/results
-export LD_LIBRARY_PATH="$root/$build/lib:$(dirname "${nccl_lib:-/usr/local/cuda/lib/x}"):${LD_LIBRARY_PATH:-}"
+# run CMD...: runs it, or with --dry-run prints it (on fd 3, the script's own output, so that
+# a redirection of the command does not swallow the line).
+exec 3>&1
+run() {
+  if ((dry)); then
+    printf '  %q' "$@" >&3
+    echo >&3
+    return 0
+  fi
+  "$@"
+}
 
-{
-  echo "# zpp plugin on a GPU: $gpu"
-  echo
-  echo "- date: $(date -u +%Y-%m-%d), host: $(hostname), driver $driver, $nccl_version ($nccl_lib), MPS $mps"
-  echo "- ranks: 4 processes on the one GPU, NCCL_HOSTID per rank, ZPP_LOCAL_SIZE=2 (2 nodes x 2)"
-  echo "- command: tools/gpu-check.sh $build"
-  echo
-} > "$report"
-
-if want codec; then
-echo "== codec GPU tests"
-if (cd "$build" && ctest -L gpu --output-on-failure --timeout 600 > "$work/ctest_gpu.log" 2>&1); then
-  echo "- ctest -L gpu: $(grep -E 'tests passed' "$work/ctest_gpu.log")" >> "$report"
+if ((dry)); then
+  gpu="(dry run)" tag=dry_run driver=? nccl_lib=? nccl_version=? mps=?
 else
-  failures=$((failures + 1))
-  echo "- ctest -L gpu: FAILED ($(grep -E 'tests passed' "$work/ctest_gpu.log"))" >> "$report"
-  tail -30 "$work/ctest_gpu.log"
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if [[ -z "$gpu" ]]; then
+    echo "gpu-check: no GPU here (nvidia-smi found none)" >&2
+    exit 77
+  fi
+  tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
+  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+  nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2/{print $NF; exit}')
+  [[ -z "$nccl_lib" && -e /usr/local/cuda/lib/libnccl.so.2 ]] && nccl_lib=/usr/local/cuda/lib/libnccl.so.2
+  nccl_version=$(strings "$nccl_lib" 2>/dev/null | grep -m1 -oE 'NCCL version [0-9.+a-z]+' || echo unknown)
+  mps=$(pgrep -f nvidia-cuda-mps-control >/dev/null && echo "running" || echo "not running")
 fi
-if command -v compute-sanitizer >/dev/null; then
-  if compute-sanitizer --tool memcheck --error-exitcode 1 "$build/bin/zpp_codec_gpu_tests" \
-      > "$work/memcheck_codec.log" 2>&1; then
-    echo "- compute-sanitizer memcheck, zpp_codec_gpu_tests: clean" >> "$report"
+libzpp="$build/lib/libzpp.so"
+report="$results/plugin_gpu_${tag}.md"
+((dry)) && report=/dev/null  # a dry run writes nothing
+((dry)) || mkdir -p "$results"
+export LD_LIBRARY_PATH="$build/lib:$(dirname "${nccl_lib:-/usr/local/cuda/lib/x}"):${LD_LIBRARY_PATH:-}"
+if ((dry == 0)) && [[ ! -f "$libzpp" ]]; then
+  echo "gpu-check: $libzpp does not exist: build first (make), or pass the build folder" >&2
+  exit 2
+fi
+
+section() { echo "== $1"; ((dry)) || echo -e "\n## $1 ($(date -u +%H:%M:%S))\n" >> "$report"; }
+note() { ((dry)) || echo "$*" >> "$report"; }
+
+if [[ ! -f "$report" ]] && ((dry == 0)); then
+  {
+    echo "# zpp on a GPU: $gpu"
+    echo
+    echo "- date: $(date -u +%Y-%m-%d), host: $(hostname), driver $driver, $nccl_version ($nccl_lib), MPS $mps"
+    echo "- ranks: 4 processes on the one GPU, NCCL_HOSTID per rank, ZPP_LOCAL_SIZE=2 (2 nodes x 2)"
+  } > "$report"
+fi
+
+if want probe; then
+  section "probe"
+  run nvidia-smi
+  note "- parts run: $parts"
+fi
+
+# A GPU that CUDA cannot use (say, a driver older than CUDA 13 needs) makes every GPU test skip:
+# that is a failure here, not a pass.
+if want codec; then
+  section "codec GPU tests (ctest -L gpu)"
+  if ((dry)); then
+    run timeout 300 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 280
   else
-    failures=$((failures + 1))
-    echo "- compute-sanitizer memcheck, zpp_codec_gpu_tests: ERRORS" >> "$report"
-    tail -20 "$work/memcheck_codec.log"
+    timeout 300 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 280 \
+      > "$work/ctest_gpu.log" 2>&1
+    status=$?
+    summary=$(grep -E 'tests passed' "$work/ctest_gpu.log")
+    skipped=$(grep -cE '\*\*\*Skipped|Skipped' "$work/ctest_gpu.log")
+    if ((status != 0)); then
+      failures=$((failures + 1)); note "- FAILED: $summary"; tail -30 "$work/ctest_gpu.log"
+    elif ((skipped > 0)); then
+      failures=$((failures + 1))
+      why=$(grep -m1 -iE 'skip|driver' "$work/ctest_gpu.log")
+      note "- FAILED: $skipped GPU test(s) skipped on a machine with a GPU (driver $driver): $why"
+    else
+      note "- $summary"
+    fi
   fi
 fi
+
+if want codec-mem; then
+  section "compute-sanitizer memcheck, codec GPU tests"
+  if run timeout 380 compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$build/bin/zpp_codec_gpu_tests" > "$work/memcheck_codec.log" 2>&1; then
+    note "- clean"
+  else
+    failures=$((failures + 1)); note "- ERRORS (or timed out)"; tail -20 "$work/memcheck_codec.log"
+  fi
 fi
 
 # run_mode NAME SANITIZER COUNTS VARS...: 4 ranks of zpp-collective-check, zpp preloaded unless
-# NAME is nccl. Appends the ranks' JSON lines to $work/NAME.jsonl.
+# NAME is nccl, 60 s at most. Appends the ranks' JSON lines to $work/NAME.jsonl.
 run_mode() {
   local name=$1 sanitizer=$2 counts=$3
   shift 3
   local dir="$work/$name.$sanitizer"
   mkdir -p "$dir"
-  local pids=()
+  local pids=() status=0
   for rank in 0 1 2 3; do
-    local env_vars=(NCCL_HOSTID="zpp-check-host$rank" ZPP_LOCAL_SIZE=2 "$@")
-    [[ "$name" != nccl ]] && env_vars+=(LD_PRELOAD="$root/$build/lib/libzpp.so")
+    local env_vars=(NCCL_HOSTID="zpp-check-host$rank" ZPP_LOCAL_SIZE=2 ZPP_STATS=1 "$@")
+    [[ "$name" != nccl ]] && env_vars+=(LD_PRELOAD="$libzpp")
     local prefix=()
     [[ "$sanitizer" != none ]] && prefix=(compute-sanitizer --tool "$sanitizer" --error-exitcode 3)
-    env "${env_vars[@]}" timeout 900 "${prefix[@]}" "$build/bin/zpp-collective-check" \
-      --rank "$rank" --ranks 4 --local-size 2 --dir "$dir" --out "$dir/rank$rank.jsonl" \
-      --counts $counts --replays $([[ "$sanitizer" == none ]] && echo 100 || echo 2) \
-      > "$dir/rank$rank.log" 2>&1 &
-    pids+=($!)
+    local command=(env "${env_vars[@]}" timeout 60 "${prefix[@]}" "$build/bin/zpp-collective-check"
+      --rank "$rank" --ranks 4 --local-size 2 --dir "$dir" --out "$dir/rank$rank.jsonl"
+      --counts $counts --replays "$([[ "$sanitizer" == none ]] && echo 100 || echo 2)")
+    if ((dry)); then
+      run "${command[@]}"
+    else
+      "${command[@]}" > "$dir/rank$rank.log" 2>&1 &
+      pids+=($!)
+    fi
   done
-  local status=0
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  ((dry)) && return 0
   cat "$dir"/rank*.jsonl 2>/dev/null | sed "s/^{/{\"mode\":\"$name\",/" >> "$work/$name.jsonl"
-  if ((status != 0)); then
-    tail -5 "$dir"/rank*.log
-  fi
+  ((status != 0)) && tail -5 "$dir"/rank*.log
   return $status
 }
 
@@ -108,16 +172,18 @@ declare -A modes=(
 order=(nccl qwz8 qwz4 hpz qwz8_hpz qgz zero++)
 
 if want plugin; then
-echo "== plugin: every mode against plain NCCL and the simulation"
-echo "| mode | checks | passed | zpp calls | worst rel. L2 | notes |" >> "$report"
-echo "|---|---:|---:|---:|---:|---|" >> "$report"
-for mode in "${order[@]}"; do
-  # shellcheck disable=SC2086
-  if run_mode "$mode" none "1000 262144 1048613" ${modes[$mode]}; then note=""; else
-    note="a rank failed"; failures=$((failures + 1)); fi
-  python3 - "$work/$mode.jsonl" "$mode" "$note" >> "$report" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if sys.argv[1] else []
+  section "plugin: every mode against plain NCCL and the simulation"
+  note "| mode | checks | passed | zpp calls | worst rel. L2 | notes |"
+  note "|---|---:|---:|---:|---:|---|"
+  for mode in "${order[@]}"; do
+    # shellcheck disable=SC2086
+    if run_mode "$mode" none "1000 262144 1048613" ${modes[$mode]}; then note_text=""; else
+      note_text="a rank failed or timed out"; failures=$((failures + 1)); fi
+    ((dry)) && continue
+    python3 - "$work/$mode.jsonl" "$mode" "$note_text" >> "$report" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+rows = [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
 ok = sum(r["ok"] for r in rows)
 calls = sum(r.get("zpp_calls", 0) for r in rows)
 worst = max((r.get("rel_l2_err", 0) for r in rows), default=0)
@@ -125,76 +191,72 @@ bad = [f'{r.get("case")}/{r.get("op","")}/{r.get("dtype","")}/{r.get("count","")
 note = "; ".join(filter(None, [sys.argv[3], ("failed: " + ", ".join(bad[:6])) if bad else ""]))
 print(f"| {sys.argv[2]} | {len(rows)} | {ok} | {calls} | {worst:.4g} | {note} |")
 PY
-done
-fi
-
-if want sanitizer && command -v compute-sanitizer >/dev/null; then
-  echo "== compute-sanitizer on one small run of each mode"
-  echo >> "$report"
-  echo "| mode | memcheck | racecheck |" >> "$report"
-  echo "|---|---|---|" >> "$report"
-  for mode in "${order[@]}"; do
-    line="| $mode |"
-    for tool in memcheck racecheck; do
-      # shellcheck disable=SC2086
-      if run_mode "$mode" "$tool" "262144" ${modes[$mode]} > /dev/null 2>&1; then line+=" clean |"; else
-        line+=" ERRORS |"; failures=$((failures + 1)); fi
-    done
-    echo "$line" >> "$report"
-  done
-fi
-
-echo "== an unmodified framework: FSDP2, 4 ranks, 100 steps, four ways"
-if ! want fsdp; then
-  :
-elif python3 -c "import torch.distributed.fsdp" 2>/dev/null; then
-  echo >> "$report"
-  echo "FSDP2 (bench/fsdp/train_fsdp2.py, ZPP_LOCAL_SIZE=2, ZPP_MIN_BYTES=65536):" >> "$report"
-  echo >> "$report"
-  runs=()
-  for way in "nccl:" "qwz:--qwz" "qwz_hpz:--qwz --hpz" "zero++:--preset zero++"; do
-    name=${way%%:*}
-    flags=${way#*:}
-    launcher=()
-    # shellcheck disable=SC2206
-    [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$build/lib/libzpp.so" --stats $flags --)
-    csv="bench/results/fsdp_loss_${tag}_${name}.csv"
-    if env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=65536 timeout 900 "${launcher[@]}" \
-        python3 -m torch.distributed.run --nproc-per-node 4 bench/fsdp/train_fsdp2.py \
-        --one-gpu --csv "$csv" > "$work/fsdp_$name.log" 2>&1; then
-      runs+=("$name=$csv")
-      grep -E "final loss|step epoch|qwZ|hpZ|qgZ|pass-through reasons" "$work/fsdp_$name.log" \
-        | sed "s/^/    $name: /" >> "$report"
-    else
-      failures=$((failures + 1))
-      echo "- $name: FAILED" >> "$report"
-      tail -20 "$work/fsdp_$name.log"
+    if [[ "$mode" != nccl ]] && ! grep -q '"zpp_calls": *[1-9]' "$work/$mode.jsonl" 2>/dev/null; then
+      failures=$((failures + 1)); note "- $mode: zpp took no call (is libzpp.so preloaded?)"
     fi
   done
-  echo >> "$report"
-  if ((${#runs[@]} > 0)) && [[ "${runs[0]}" == nccl=* ]]; then
-    python3 bench/fsdp/plot_losses.py "bench/results/fsdp_loss_${tag}.png" "${runs[@]}" >> "$report"
+fi
+
+for tool in memcheck racecheck; do
+  want "$tool" || continue
+  section "compute-sanitizer $tool on one small run of each mode"
+  note "| mode | $tool |"
+  note "|---|---|"
+  for mode in "${order[@]}"; do
+    # shellcheck disable=SC2086
+    if run_mode "$mode" "$tool" "262144" ${modes[$mode]} > /dev/null 2>&1; then note "| $mode | clean |"
+    else note "| $mode | ERRORS or timed out |"; failures=$((failures + 1)); fi
+  done
+done
+
+if want fsdp; then
+  section "an unmodified framework: FSDP2, 4 ranks, four ways"
+  if ((dry == 0)) && ! python3 -c "import torch.distributed.fsdp" 2>/dev/null; then
+    failures=$((failures + 1)); note "- FAILED: torch is not installed here"
+  else
+    runs=()
+    for way in "nccl::" "qwz:--qwz:qwZ" "qwz_hpz:--qwz --hpz:qwZ|hpZ" "zero++:--preset zero++:qwZ|hpZ,qgZ"; do
+      IFS=: read -r name flags takes <<< "$way"
+      launcher=()
+      # shellcheck disable=SC2206
+      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
+      csv="$results/fsdp_loss_${tag}_${name}.csv"
+      log="$work/fsdp_$name.log"
+      if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=65536 timeout 120 "${launcher[@]}" \
+          python3 -m torch.distributed.run --nproc-per-node 4 bench/fsdp/train_fsdp2.py \
+          --one-gpu --csv "$csv" > "$log" 2>&1; then
+        runs+=("$name=$csv")
+        ((dry)) || grep -E "final loss" "$log" | sed "s/^/    $name: /" >> "$report"
+        # Exit code 0 is not enough: zpp must have taken the calls (on blocking and
+        # non-blocking communicators alike).
+        if [[ -n "$takes" ]] && ! run python3 tools/zpp_stats_check.py --ranks 4 --require "$takes" "$log" \
+            >> "$report" 2>&1; then
+          failures=$((failures + 1)); note "- $name: zpp did not take the calls it should"
+        fi
+      else
+        failures=$((failures + 1)); note "- $name: FAILED or timed out"; tail -20 "$log"
+      fi
+    done
+    if ((dry == 0 && ${#runs[@]} > 0)) && [[ "${runs[0]}" == nccl=* ]]; then
+      python3 bench/fsdp/plot_losses.py "$results/fsdp_loss_${tag}.png" "${runs[@]}" >> "$report"
+    fi
   fi
-else
-  echo "- FSDP2: torch is not installed here" >> "$report"
 fi
 
 if want bench; then
-  echo "== zpp-bench against plain NCCL"
-  if bash tools/gpu-bench.sh "$build"; then
-    echo "- zpp-bench: bench/results/zpp_bench_gpu_${tag}.md" >> "$report"
-  else
-    failures=$((failures + 1))
-    echo "- zpp-bench: FAILED" >> "$report"
+  section "zpp-bench against plain NCCL"
+  if run timeout 500 bash tools/gpu-bench.sh "$build"; then note "- zpp-bench: zpp_bench_gpu_${tag}.md"
+  else failures=$((failures + 1)); note "- zpp-bench: FAILED or timed out"; fi
+fi
+
+if want codec-bench; then
+  section "codec throughput"
+  if ! run timeout 300 "$build/bin/zpp-codec-gpu-bench" --out "$results/codec_gpu_${tag}.md"; then
+    failures=$((failures + 1)); note "- FAILED or timed out"
   fi
 fi
 
-echo "== codec throughput"
-if want codec && [[ -x "$build/bin/zpp-codec-gpu-bench" ]]; then
-  "$build/bin/zpp-codec-gpu-bench" --out "bench/results/codec_gpu_${tag}.md" || failures=$((failures + 1))
-fi
-
-echo >> "$report"
-echo "gpu-check: $failures part(s) failed" | tee -a "$report"
+((dry)) && exit 0
+echo "gpu-check: $failures failure(s) in parts:$parts" | tee -a "$report"
 echo "report: $report"
 ((failures == 0))

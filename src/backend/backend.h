@@ -16,10 +16,24 @@
 
 namespace zpp {
 
+// What tells one stream from another: the backend's own handle, never the address of the
+// wrapper object (the cuda_nccl backend wraps the caller's cudaStream_t in a new object on every
+// call, so two calls on different streams can get wrappers at the same address). `comparable`
+// is false for a handle that names a different stream on each host thread (CUDA's per-thread
+// default stream): such a stream is never taken for the same as another.
+struct StreamIdentity {
+  uintptr_t handle = 0;
+  bool comparable = false;
+  bool SameAs(const StreamIdentity& other) const {
+    return comparable && other.comparable && handle == other.handle;
+  }
+};
+
 // An in-order queue of device work (a CUDA stream; in the sim, a worker thread).
 class Stream {
  public:
   virtual ~Stream() = default;
+  virtual StreamIdentity identity() const = 0;
 };
 
 // A point in a stream that other streams can wait on (a CUDA event).

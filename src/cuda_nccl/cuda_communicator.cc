@@ -12,6 +12,7 @@
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
 #include "engine/plan_context.h"
+#include "engine/setup_outcome.h"
 #include "kernels/codec_kernels.h"
 #include "topology/discovery.h"
 #include "topology/hwloc_picture.h"
@@ -159,25 +160,42 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   DeviceScope scope(device);
   ZPP_CHECK(scope.status());
   auto backend = std::make_unique<CudaNcclBackend>(nccl, comm, rank, nranks, device);
+  // Before the first collective: a failure here is this rank's alone, and its peers would wait
+  // in the topology exchange (a stream that cannot be created; nothing else is made here).
   *why_not = "set-up failed (the log above says where)";
   ZPP_CHECK(backend->Init());
 
+  // From here on every rank runs every collective below whatever it found itself, and the ranks
+  // agree on the outcome after each fallible stage, so that all fall back together.
   const Config& config = GetConfig();
   const config::EnvLookup env = config::ProcessEnvironment();
   BackendByteAllGather exchange(*backend, backend->internal_stream());
   topology::Topology topology;
-  ZPP_CHECK(
-      topology::DiscoverTopology(config, env, LocalFactsOf(device, env), exchange, &topology));
-  plan::Shape shape = topology::ShapeOf(topology);
-
+  bool ok = topology::DiscoverTopology(config, env, LocalFactsOf(device, env), exchange,
+                                       &topology) == ncclSuccess;
   engine::ConfigAgreement agreement;
-  ZPP_CHECK(engine::AgreeOnConfiguration(*backend, backend->internal_stream(), config, &agreement));
+  ok = engine::AgreeOnConfiguration(*backend, backend->internal_stream(), config, &agreement) ==
+           ncclSuccess &&
+       ok;
+  engine::SetUpOutcome outcome;
+  ZPP_CHECK(engine::AgreeOnOutcome(exchange, ok, &outcome));
+  if (!outcome.all_ok) {
+    *why_not = "set-up failed on some ranks (" + outcome.Describe() + ", topology or settings)";
+    return ncclInvalidUsage;
+  }
+  plan::Shape shape = topology::ShapeOf(topology);
   shape.config_agreed = agreement.agreed;
 
   // Every input here is agreed: all ranks split, or none does.
   if (shape.config_agreed && shape.hierarchical_allowed &&
       (options.settings.hpz || options.settings.qgz)) {
-    ZPP_CHECK(backend->SplitSubCommunicators(topology, shape.rack_level_allowed));
+    const bool split =
+        backend->SplitSubCommunicators(topology, shape.rack_level_allowed) == ncclSuccess;
+    ZPP_CHECK(engine::AgreeOnOutcome(exchange, split, &outcome));
+    if (!outcome.all_ok) {
+      *why_not = "ncclCommSplit failed on some ranks (" + outcome.Describe() + ")";
+      return ncclInvalidUsage;  // the backend's destructor destroys the sub-communicators made
+    }
   } else {
     shape.rack_level_allowed = false;
   }

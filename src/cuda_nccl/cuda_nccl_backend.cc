@@ -45,6 +45,7 @@ CudaNcclBackend::CudaNcclBackend(const NcclFunctions& nccl, ncclComm_t world, in
 }
 
 CudaNcclBackend::~CudaNcclBackend() {
+  if (aborted_) return;
   for (Group& group : groups_) {
     if (group.owned && group.comm != nullptr && nccl_.CommDestroy != nullptr) {
       nccl_.CommDestroy(group.comm);
@@ -61,30 +62,49 @@ Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology
     kinds.push_back(GroupKind::kIntraRack);
     kinds.push_back(GroupKind::kInterRack);
   }
+  // Every split is a collective on the parent: each rank makes all of them, whatever failed
+  // before, so that no rank waits in a split that another skipped; set-up then agrees on the
+  // outcome (engine/setup_outcome.h).
+  Result first_failure = ncclSuccess;
   for (GroupKind kind : kinds) {
     Group& group = groups_[Index(kind)];
     ncclComm_t comm = nullptr;
     // Key = world rank: group ranks in world order, as the plans number them.
-    ZPP_CHECK(nccl_.CommSplit(groups_[Index(GroupKind::kWorld)].comm,
-                              ColorOf(topology, rank_, kind), rank_, &comm, nullptr));
-    group.comm = comm;
-    group.owned = true;
-    ZPP_CHECK(nccl_.CommUserRank(comm, &group.rank));
-    ZPP_CHECK(nccl_.CommCount(comm, &group.size));
+    Result result = nccl_.CommSplit(groups_[Index(GroupKind::kWorld)].comm,
+                                    ColorOf(topology, rank_, kind), rank_, &comm, nullptr);
+    if (result == ncclSuccess && comm != nullptr) {
+      group.comm = comm;
+      group.owned = true;
+      if (nccl_.CommUserRank(comm, &group.rank) != ncclSuccess ||
+          nccl_.CommCount(comm, &group.size) != ncclSuccess) {
+        result = ncclInternalError;
+      }
+    } else if (result == ncclSuccess) {
+      result = ncclInternalError;
+    }
+    if (result != ncclSuccess && first_failure == ncclSuccess) {
+      ZPP_WARN("cuda_nccl: ncclCommSplit for group %d failed (%d)", Index(kind),
+               static_cast<int>(result));
+      first_failure = result;
+    }
   }
-  return ncclSuccess;
+  return first_failure;
 }
 
 void CudaNcclBackend::AbortSubCommunicators() {
-  for (Group& group : groups_) {
+  if (aborted_.exchange(true)) return;
+  for (const Group& group : groups_) {
     if (group.owned && group.comm != nullptr && nccl_.CommAbort != nullptr) {
       nccl_.CommAbort(group.comm);
     }
-    group.owned = false;
   }
 }
 
 Result CudaNcclBackend::CommOf(GroupKind kind, ncclComm_t* comm) const {
+  if (aborted_) {
+    ZPP_WARN("cuda_nccl: the communicator was aborted while a zpp call was running on it");
+    return ncclRemoteError;
+  }
   const Group& group = groups_[Index(kind)];
   ZPP_CHECK_ARG(kind == GroupKind::kWorld || group.owned,
                 "cuda_nccl: group %d has no sub-communicator (a plan needs a hierarchy that set-up "

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 
 #include "backend/backend.h"
@@ -90,6 +91,9 @@ class CudaNcclBackend final : public Backend {
   const int world_size_;
   const int device_;
   std::array<Group, kGroupKinds> groups_;
+  // Set by an abort on another thread (the watchdog's) while a call may be running here: later
+  // stages fail instead of using an aborted sub-communicator, and nothing is destroyed twice.
+  std::atomic<bool> aborted_{false};
   std::unique_ptr<Stream> internal_stream_;
 };
 

@@ -29,6 +29,9 @@ class CudaStream final : public Stream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   cudaStream_t handle() const { return handle_; }
+  StreamIdentity identity() const override {
+    return {reinterpret_cast<uintptr_t>(handle_), handle_ != cudaStreamPerThread};
+  }
 
  private:
   CudaStream(cudaStream_t handle, bool owned) : handle_(handle), owned_(owned) {}

@@ -10,16 +10,17 @@ uint64_t EpochFence::epoch() const {
 }
 
 Result EpochFence::WaitFor(Stream& stream, const StreamEvent& use) {
-  if (use.event == nullptr || use.stream == &stream) return ncclSuccess;  // stream order suffices
+  // Stream order suffices on the same stream; a stream not known to be the same always waits.
+  if (use.event == nullptr || use.stream.SameAs(stream.identity())) return ncclSuccess;
   return backend_.StreamWaitEvent(stream, *use.event);
 }
 
 // Records the end of a read on `stream`'s own event, made on its first read.
 Result EpochFence::RecordRead(Stream& stream) {
   for (StreamEvent& entry : reads_) {
-    if (entry.stream == &stream) return backend_.RecordEvent(*entry.event, stream);
+    if (entry.stream.SameAs(stream.identity())) return backend_.RecordEvent(*entry.event, stream);
   }
-  StreamEvent entry{&stream, nullptr};
+  StreamEvent entry{stream.identity(), nullptr};
   ZPP_CHECK(backend_.CreateEvent(&entry.event));
   ZPP_CHECK(backend_.RecordEvent(*entry.event, stream));
   reads_.push_back(std::move(entry));
@@ -41,7 +42,7 @@ Result EpochFence::EndWrite(Stream& stream) {
   // The new write follows every earlier use, so they need no more waiting on.
   reads_.clear();
   if (last_write_.event == nullptr) ZPP_CHECK(backend_.CreateEvent(&last_write_.event));
-  last_write_.stream = &stream;
+  last_write_.stream = stream.identity();
   return backend_.RecordEvent(*last_write_.event, stream);
 }
 

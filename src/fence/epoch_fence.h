@@ -33,8 +33,9 @@ class EpochFence {
   bool enabled() const { return enabled_; }
 
  private:
+  // A use's stream is kept by identity: the Stream object may be gone (a borrowed wrapper).
   struct StreamEvent {
-    Stream* stream;
+    StreamIdentity stream;
     std::unique_ptr<Event> event;
   };
   Result RecordRead(Stream& stream);
@@ -46,7 +47,7 @@ class EpochFence {
   uint64_t epoch_ = 0;
   // The end of the latest write. One event serves whatever stream wrote: waits see an event's
   // latest record. Readers each need their own, since several may be in flight at once.
-  StreamEvent last_write_{nullptr, nullptr};
+  StreamEvent last_write_{{}, nullptr};
   std::vector<StreamEvent> reads_;  // one per stream that read since that write
 };
 

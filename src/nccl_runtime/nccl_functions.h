@@ -22,6 +22,7 @@ struct NcclFunctions {
   decltype(&ncclCommFinalize) CommFinalize = nullptr;
   decltype(&ncclCommDestroy) CommDestroy = nullptr;
   decltype(&ncclCommAbort) CommAbort = nullptr;
+  decltype(&ncclCommGetAsyncError) CommGetAsyncError = nullptr;
   decltype(&ncclGroupStart) GroupStart = nullptr;
   decltype(&ncclGroupEnd) GroupEnd = nullptr;
   decltype(&ncclRedOpCreatePreMulSum) RedOpCreatePreMulSum = nullptr;
@@ -38,16 +39,19 @@ struct NcclFunctions {
   decltype(&ncclRecv) Recv = nullptr;
 
   int version = 0;    // ncclGetVersion's code, 0 if unknown
-  std::string where;  // "RTLD_NEXT" or the library's path
+  std::string where;  // the file the functions come from
 };
 
 // Resolves every function from `library` (dlopen'ed, RTLD_LOCAL) or, when empty, from the
-// objects loaded after zpp (dlsym(RTLD_NEXT)). Fails with ncclSystemError when the core
-// functions (all-gather, reduce-scatter, comm queries, groups) are missing; `error` says what.
+// objects loaded after zpp (dlsym(RTLD_NEXT)), else from an NCCL the process loaded privately
+// (RTLD_LOCAL, as pip PyTorch does; found by walking the loaded objects). Fails with
+// ncclSystemError when the core functions (all-gather, reduce-scatter, comm queries, groups) are
+// missing; `error` says what.
 Result LoadNcclFunctions(const std::string& library, NcclFunctions* out, std::string* error);
 
-// The process's table, loaded on first use from ZPP_NCCL_LIBRARY (or RTLD_NEXT). Null, with one
-// WARN the first time, when no real NCCL can be found.
+// The process's table, loaded on the first hook call (the framework has loaded its NCCL by then)
+// from ZPP_NCCL_LIBRARY, RTLD_NEXT or the loaded objects. Null, with one WARN the first time,
+// when no real NCCL can be found.
 const NcclFunctions* RealNccl();
 
 }  // namespace zpp

@@ -2,9 +2,11 @@
 
 namespace zpp::sim {
 
-SimStream::SimStream() : worker_([this] { Run(); }) {}
+SimStream::SimStream() : queue_(std::make_shared<Queue>()) {}
 
-SimStream::~SimStream() {
+SimStream::Queue::Queue() : worker_([this] { Run(); }) {}
+
+SimStream::Queue::~Queue() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -13,7 +15,7 @@ SimStream::~SimStream() {
   worker_.join();
 }
 
-void SimStream::Enqueue(std::function<void()> task) {
+void SimStream::Queue::Enqueue(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     tasks_.push_back(std::move(task));
@@ -22,13 +24,13 @@ void SimStream::Enqueue(std::function<void()> task) {
   changed_.notify_all();
 }
 
-void SimStream::Synchronize() {
+void SimStream::Queue::Synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = enqueued_;
   changed_.wait(lock, [&] { return finished_ >= target; });
 }
 
-void SimStream::Run() {
+void SimStream::Queue::Run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
@@ -36,7 +38,7 @@ void SimStream::Run() {
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
     lock.unlock();
-    if (const int64_t delay = delay_us_.load(); delay > 0) {
+    if (const int64_t delay = delay_us.load(); delay > 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(delay));
     }
     task();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -18,27 +19,45 @@ namespace zpp::sim {
 class SimStream final : public Stream {
  public:
   SimStream();
-  ~SimStream() override;  // runs what is queued, then stops
+  // Another handle on `stream`'s queue, as CudaStream::Borrow wraps the caller's CUDA stream: a
+  // different object, the same stream (and identity). The queue lives while any handle does.
+  static SimStream Borrow(const SimStream& stream) { return SimStream(stream.queue_); }
+  SimStream(SimStream&&) = default;
   SimStream(const SimStream&) = delete;
   SimStream& operator=(const SimStream&) = delete;
 
-  void Enqueue(std::function<void()> task);
+  StreamIdentity identity() const override {
+    return {reinterpret_cast<uintptr_t>(queue_.get()), true};
+  }
+  void Enqueue(std::function<void()> task) { queue_->Enqueue(std::move(task)); }
   // Blocks the calling host thread until every task enqueued so far has run.
-  void Synchronize();
+  void Synchronize() { queue_->Synchronize(); }
   // Tests: every task from now on starts this much later (a slow kernel).
-  void SetTaskDelay(std::chrono::microseconds delay) { delay_us_.store(delay.count()); }
+  void SetTaskDelay(std::chrono::microseconds delay) { queue_->delay_us.store(delay.count()); }
 
  private:
-  void Run();
+  class Queue {
+   public:
+    Queue();
+    ~Queue();  // runs what is queued, then stops
+    void Enqueue(std::function<void()> task);
+    void Synchronize();
+    std::atomic<int64_t> delay_us{0};
 
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::function<void()>> tasks_;
-  uint64_t enqueued_ = 0;
-  uint64_t finished_ = 0;
-  bool stopping_ = false;
-  std::atomic<int64_t> delay_us_{0};
-  std::thread worker_;  // last: starts after the fields above exist
+   private:
+    void Run();
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<std::function<void()>> tasks_;
+    uint64_t enqueued_ = 0;
+    uint64_t finished_ = 0;
+    bool stopping_ = false;
+    std::thread worker_;  // last: starts after the fields above exist
+  };
+  explicit SimStream(std::shared_ptr<Queue> queue) : queue_(std::move(queue)) {}
+
+  std::shared_ptr<Queue> queue_;
 };
 
 // A simulated CUDA event. Record marks a point in a stream; a wait enqueued on another stream

@@ -8,11 +8,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "sim/sim_backend.h"
+#include "sim/sim_stream.h"
 
 namespace zpp {
 namespace {
@@ -69,6 +71,53 @@ TEST(EpochFenceTest, WithoutFenceTheReaderSeesStaleData) {
 
 TEST(EpochFenceTest, WithFenceTheReaderNeverSeesStaleData) {
   EXPECT_EQ(StaleReadsWithSlowWriter(/*fence_enabled=*/true, 20), 0);
+}
+
+// The cuda_nccl communicator wraps the caller's stream in a new object on every call (a
+// borrowed CudaStream on its stack), so calls on two different streams can get wrappers at the
+// same address. A slow write through the slot on stream A, then a read through the same slot on
+// stream B: the fence must tell the streams apart by their handles and make B wait.
+int StaleReadsThroughOneBorrowedSlot(int iterations) {
+  std::atomic<int> stale{0};
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    sim::SimStream writer, reader;  // what FSDP2's all-gather and reduce-scatter streams are
+    EpochFence fence(backend, /*enabled=*/true);
+    std::vector<uint64_t> buffer(4096, 0);
+    std::optional<sim::SimStream> slot;  // one address for every borrowed wrapper
+    for (int i = 1; i <= iterations; ++i) {
+      slot.emplace(sim::SimStream::Borrow(writer));
+      ASSERT_EQ(fence.BeginWrite(*slot), ncclSuccess);
+      backend.Launch(*slot, [&buffer, i] {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        Fill(buffer, static_cast<uint64_t>(i));
+      });
+      ASSERT_EQ(fence.EndWrite(*slot), ncclSuccess);
+      slot.reset();
+      slot.emplace(sim::SimStream::Borrow(reader));
+      ASSERT_EQ(fence.BeginRead(*slot), ncclSuccess);
+      backend.Launch(*slot, [&buffer, &stale, i] {
+        if (!AllEqual(buffer, static_cast<uint64_t>(i))) ++stale;
+      });
+      ASSERT_EQ(fence.EndRead(*slot), ncclSuccess);
+      slot.reset();
+    }
+    writer.Synchronize();
+    reader.Synchronize();
+  });
+  return stale.load();
+}
+
+TEST(EpochFenceTest, StreamsAreKnownByHandleNotByWrapperAddress) {
+  EXPECT_EQ(StaleReadsThroughOneBorrowedSlot(20), 0);
+}
+
+TEST(EpochFenceTest, BorrowedWrappersOfOneStreamAreTheSameStream) {
+  sim::SimStream stream, other;
+  const sim::SimStream borrowed = sim::SimStream::Borrow(stream);
+  EXPECT_TRUE(borrowed.identity().SameAs(stream.identity()));
+  EXPECT_FALSE(borrowed.identity().SameAs(other.identity()));
+  EXPECT_FALSE(StreamIdentity{}.SameAs(StreamIdentity{}));  // not comparable: never the same
 }
 
 TEST(EpochFenceTest, EpochCountsWrites) {

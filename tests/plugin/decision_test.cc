@@ -3,7 +3,10 @@
 // with which arguments, and which go to NCCL under which reason.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <future>
+#include <thread>
 #include <vector>
 
 #include "fake_nccl_calls.h"
@@ -194,10 +197,116 @@ TEST_F(DecisionTest, CapturedCallsGoToNccl) {
   EXPECT_EQ(Recording().all_gathers.size(), 1u);
 }
 
-TEST_F(DecisionTest, AbortReachesZppBeforeNccl) {
+// Abort aborts zpp's sub-communicators and keeps zpp's state: nothing is freed, since a free
+// (cudaFree) would wait for the stuck kernel the abort is meant to end.
+TEST_F(DecisionTest, AbortReachesZppAndFreesNothing) {
+  const int aborts = FakeCalls("ncclCommAbort");
   EXPECT_EQ(ncclCommAbort(comm_), ncclSuccess);
   EXPECT_EQ(Recording().aborts, 1);
+  EXPECT_EQ(FakeCalls("ncclCommAbort"), aborts + 1);
+  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state";
+  Recording().live = 0;  // kept for the rest of the process, on purpose
   comm_ = nullptr;
+}
+
+// PyTorch's watchdog aborts from its own thread while the training thread may be inside a zpp
+// call: abort returns while the call runs, and the call's communicator stays alive under it.
+TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
+  Recording() = {};
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  Recording().during_call = [&entered, released] {
+    entered.set_value();
+    released.wait();
+  };
+  std::vector<float> data(kLarge * 4);
+  ncclResult_t call_result = ncclInternalError;
+  std::thread training([&] {
+    call_result = ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
+  });
+  entered.get_future().wait();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(Recording().aborts, 1);
+  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state under a running call";
+  release.set_value();
+  training.join();
+  EXPECT_EQ(call_result, ncclSuccess);
+  EXPECT_EQ(Recording().live, 1) << "abort's state was freed after the call";
+  // The aborted communicator is caught, not handed to NCCL.
+  EXPECT_EQ(ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr),
+            ncclInvalidArgument);
+  Recording() = {};
+}
+
+// A non-blocking communicator: creation answers ncclInProgress, zpp sets up at the first
+// all-gather or reduce-scatter outside a group, on a blocking duplicate of it, and runs its plans
+// there; calls before that pass through with the reason counted.
+TEST(DecisionNonblockingTest, SetsUpAtTheFirstCallOnABlockingDuplicate) {
+  Recording() = {};
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  EXPECT_EQ(Recording().live, 0) << "set up before the communicator was ready";
+  std::vector<float> data(kLarge * 4);
+  // Inside a group zpp cannot set up: the call goes to NCCL.
+  const int gathers = FakeCalls("ncclAllGather");
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr),
+            ncclSuccess);
+  const ncclResult_t group_end = ncclGroupEnd();
+  EXPECT_TRUE(group_end == ncclSuccess || group_end == ncclInProgress) << group_end;
+  EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1);
+  zppStats_t stats{};
+  ASSERT_EQ(zppGetCommStats(comm, &stats), ncclSuccess);
+  EXPECT_EQ(stats.passthrough[zppReasonNonblocking], 1u);
+
+  const int splits = FakeCalls("ncclCommSplit");
+  EXPECT_EQ(ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclCommSplit"), splits + 1);
+  ASSERT_EQ(Recording().setup_comms.size(), 1u);
+  EXPECT_NE(Recording().setup_comms[0], comm) << "zpp must run on a blocking duplicate";
+  EXPECT_EQ(Recording().live, 1);
+  ASSERT_EQ(Recording().all_gathers.size(), 1u);
+  EXPECT_FALSE(Recording().nccl_busy_at_call[0]);
+  EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1);
+  EXPECT_EQ(
+      ncclReduceScatter(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr),
+      ncclSuccess);
+  EXPECT_EQ(Recording().reduce_scatters.size(), 1u);
+
+  const int destroys = FakeCalls("ncclCommDestroy");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(Recording().live, 0);
+  EXPECT_EQ(FakeCalls("ncclCommDestroy"), destroys + 2) << "the duplicate was not destroyed";
+}
+
+// A group holding a zpp call and work on a non-blocking communicator: NCCL's group end answers
+// ncclInProgress while it still launches that work, and zpp's plan must run after it, not be
+// dropped (its peers would wait for it).
+TEST_F(DecisionTest, GroupEndInProgressStillRunsZppCallsAfterNcclsWork) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t nonblocking = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRankConfig(&nonblocking, 4, id, 1, &config), ncclInProgress);
+  std::vector<float> small(64);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclAllGather(small.data(), small.data(), 16, ncclFloat32, nonblocking, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  ASSERT_EQ(Recording().all_gathers.size(), 1u) << "the group's zpp call did not run";
+  EXPECT_FALSE(Recording().nccl_busy_at_call[0]) << "zpp's plan ran before NCCL's group work";
+  EXPECT_EQ(ncclCommDestroy(nonblocking), ncclSuccess);
 }
 
 TEST_F(DecisionTest, SplitChildrenGetTheirOwnZpp) {

@@ -2,11 +2,15 @@
 // (null communicator or buffers, unknown dtype or op: ncclInvalidArgument) and a log of what
 // arrived, so that a test can tell a forwarded call from one zpp answered itself. It lacks
 // ncclCommShrink, ncclCommInitRankScalable and ncclAlltoAll on purpose, like an older NCCL.
+// Non-blocking communicators (config.blocking = 0) behave as NCCL documents them: creation,
+// split, collectives and a group end holding one answer ncclInProgress, and the communicator
+// stays in progress for a few ncclCommGetAsyncError polls.
 #include <nccl.h>
 
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace {
@@ -14,11 +18,17 @@ namespace {
 struct FakeComm {
   int nranks = 1;
   int rank = 0;
+  bool blocking = true;
+  int polls_in_progress = 0;  // ncclCommGetAsyncError answers ncclInProgress this many times more
 };
+
+constexpr int kPollsInProgress = 3;
 
 std::mutex mutex;
 std::map<std::string, int> calls;
 int group_depth = 0;
+std::set<FakeComm*> group_nonblocking;  // non-blocking communicators with work in the open group
+std::set<FakeComm*> in_progress;        // communicators with polls_in_progress > 0
 int next_op = ncclNumOps;
 
 void Log(const char* name) {
@@ -35,6 +45,31 @@ ncclResult_t NewComm(ncclComm_t* comm, int nranks, int rank) {
 }
 
 FakeComm* Of(ncclComm_t comm) { return reinterpret_cast<FakeComm*>(comm); }
+
+void StartProgress(FakeComm* comm) {
+  std::lock_guard<std::mutex> lock(mutex);
+  comm->polls_in_progress = kPollsInProgress;
+  in_progress.insert(comm);
+}
+
+// A collective's answer on `comm`: in a group, NCCL answers at the group end.
+ncclResult_t Issued(ncclComm_t comm) {
+  if (Of(comm)->blocking) return ncclSuccess;
+  if (group_depth > 0) {
+    group_nonblocking.insert(Of(comm));
+    return ncclSuccess;
+  }
+  StartProgress(Of(comm));
+  return ncclInProgress;
+}
+
+void Forget(ncclComm_t comm) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    in_progress.erase(Of(comm));
+  }
+  delete Of(comm);
+}
 
 }  // namespace
 
@@ -59,11 +94,21 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int ra
   return NewComm(comm, nranks, rank);
 }
 
+// Whether a communicator zpp's test helpers ask about is still in progress; any, for a null one.
+__attribute__((visibility("default"))) int fakeNcclInProgress(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return comm == nullptr ? !in_progress.empty() : in_progress.count(Of(comm)) != 0;
+}
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
                                     ncclConfig_t* config) {
   Log(__func__);
   const ncclResult_t result = NewComm(comm, nranks, rank);
-  if (result == ncclSuccess && config != nullptr && config->blocking == 0) return ncclInProgress;
+  if (result == ncclSuccess && config != nullptr && config->blocking == 0) {
+    Of(*comm)->blocking = false;
+    StartProgress(Of(*comm));
+    return ncclInProgress;
+  }
   return result;
 }
 
@@ -75,14 +120,23 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t*) {
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
   Log(__func__);
   if (comm == nullptr) return ncclInvalidArgument;
   if (color == NCCL_SPLIT_NOCOLOR) {
     *newcomm = nullptr;
     return ncclSuccess;
   }
-  return NewComm(newcomm, Of(comm)->nranks, Of(comm)->rank);
+  const ncclResult_t result = NewComm(newcomm, Of(comm)->nranks, Of(comm)->rank);
+  if (result != ncclSuccess) return result;
+  const bool blocking = config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT
+                            ? config->blocking != 0
+                            : Of(comm)->blocking;
+  Of(*newcomm)->blocking = blocking;
+  if (blocking) return ncclSuccess;
+  StartProgress(Of(*newcomm));
+  return ncclInProgress;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -93,14 +147,14 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   Log(__func__);
   if (comm == nullptr) return ncclInvalidArgument;
-  delete Of(comm);
+  Forget(comm);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   Log(__func__);
   if (comm == nullptr) return ncclInvalidArgument;
-  delete Of(comm);
+  Forget(comm);
   return ncclSuccess;
 }
 
@@ -122,8 +176,16 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* error) {
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  Log(__func__);
+  if (comm == nullptr || error == nullptr) return ncclInvalidArgument;
+  std::lock_guard<std::mutex> lock(mutex);
+  FakeComm* fake = Of(comm);
   *error = ncclSuccess;
+  if (fake->polls_in_progress > 0) {
+    *error = ncclInProgress;
+    if (--fake->polls_in_progress == 0) in_progress.erase(fake);
+  }
   return ncclSuccess;
 }
 
@@ -136,8 +198,10 @@ ncclResult_t ncclGroupStart() {
 ncclResult_t ncclGroupEnd() {
   Log(__func__);
   if (group_depth == 0) return ncclInvalidUsage;
-  --group_depth;
-  return ncclSuccess;
+  if (--group_depth > 0 || group_nonblocking.empty()) return ncclSuccess;
+  for (FakeComm* comm : group_nonblocking) StartProgress(comm);
+  group_nonblocking.clear();
+  return ncclInProgress;
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t dtype,
@@ -160,7 +224,7 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   Log(__func__);
   if (comm == nullptr || BadDtype(dtype)) return ncclInvalidArgument;
   if (count > 0 && (send == nullptr || recv == nullptr)) return ncclInvalidArgument;
-  return ncclSuccess;
+  return Issued(comm);
 }
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
@@ -168,7 +232,7 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclD
   Log(__func__);
   if (comm == nullptr || BadDtype(dtype) || op < 0 || op >= next_op) return ncclInvalidArgument;
   if (count > 0 && (send == nullptr || recv == nullptr)) return ncclInvalidArgument;
-  return ncclSuccess;
+  return Issued(comm);
 }
 
 ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {

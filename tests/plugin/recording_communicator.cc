@@ -1,5 +1,6 @@
 #include "recording_communicator.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "config/config.h"
@@ -7,6 +8,22 @@
 
 namespace zpp {
 namespace {
+
+// Whether the stand-in NCCL still has work in progress on any communicator: a zpp plan that ran
+// then would have gone on the stream ahead of NCCL's own work.
+bool NcclBusy() {
+  void* fake = dlopen(ZPP_FAKE_NCCL, RTLD_NOW | RTLD_NOLOAD);
+  if (fake == nullptr) return false;
+  auto busy = reinterpret_cast<int (*)(ncclComm_t)>(dlsym(fake, "fakeNcclInProgress"));
+  const bool answer = busy != nullptr && busy(nullptr) != 0;
+  dlclose(fake);
+  return answer;
+}
+
+void Record() {
+  test::Recording().nccl_busy_at_call.push_back(NcclBusy());
+  if (test::Recording().during_call) test::Recording().during_call();
+}
 
 class RecordingCommunicator final : public ZppCommunicator {
  public:
@@ -26,12 +43,14 @@ class RecordingCommunicator final : public ZppCommunicator {
   Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
                    cudaStream_t) override {
     EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);  // the plan the hook made
+    Record();
     test::Recording().all_gathers.push_back(args);
     return ncclSuccess;
   }
   Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
                        cudaStream_t) override {
     EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);
+    Record();
     test::Recording().reduce_scatters.push_back(args);
     return ncclSuccess;
   }
@@ -44,8 +63,9 @@ class RecordingCommunicator final : public ZppCommunicator {
 
 }  // namespace
 
-Result SetUpZppCommunicator(const NcclFunctions&, ncclComm_t, StatsCounters&,
+Result SetUpZppCommunicator(const NcclFunctions&, ncclComm_t comm, StatsCounters&,
                             std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
+  test::Recording().setup_comms.push_back(comm);
   if (test::Recording().fail_setup) {
     *why_not = "set-up failed on purpose";
     return ncclSystemError;

@@ -2,6 +2,7 @@
 // zpp set up on a 2-node x 2-rank hierarchy, and every call that reaches it is recorded.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "cuda_nccl/zpp_communicator.h"
@@ -14,7 +15,10 @@ struct Recorded {
   int live = 0;    // communicators alive
   int aborts = 0;  // Abort() calls
   bool fail_setup = false;
-  bool capturing = false;  // what StreamCapturing answers
+  bool capturing = false;               // what StreamCapturing answers
+  std::vector<ncclComm_t> setup_comms;  // the communicator each set-up was given
+  std::vector<bool> nccl_busy_at_call;  // whether the stand-in NCCL had work in progress
+  std::function<void()> during_call;    // runs inside every recorded call (tests block it)
 };
 
 Recorded& Recording();

@@ -1,0 +1,93 @@
+#include "plugin/nonblocking.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "config/config.h"
+#include "log/log.h"
+
+namespace zpp::plugin {
+namespace {
+
+class DuplicateOwner final : public ZppCommunicator {
+ public:
+  DuplicateOwner(const NcclFunctions& nccl, ncclComm_t duplicate,
+                 std::unique_ptr<ZppCommunicator> inner)
+      : nccl_(nccl), duplicate_(duplicate), inner_(std::move(inner)) {}
+  ~DuplicateOwner() override {
+    inner_.reset();  // its sub-communicators (split from the duplicate) go first
+    if (!aborted_ && nccl_.CommDestroy != nullptr) nccl_.CommDestroy(duplicate_);
+  }
+  plan::Plan Decide(const plan::Call& call) const override { return inner_->Decide(call); }
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
+                   cudaStream_t stream) override {
+    return inner_->AllGather(plan, args, stream);
+  }
+  Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
+                       cudaStream_t stream) override {
+    return inner_->ReduceScatter(plan, args, stream);
+  }
+  void Abort() override {
+    inner_->Abort();
+    if (nccl_.CommAbort != nullptr) nccl_.CommAbort(duplicate_);
+    aborted_ = true;
+  }
+
+ private:
+  const NcclFunctions& nccl_;
+  ncclComm_t duplicate_;
+  std::unique_ptr<ZppCommunicator> inner_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+ncclResult_t WaitUntilReady(const NcclFunctions& nccl, ncclComm_t comm) {
+  if (nccl.CommGetAsyncError == nullptr) return ncclSuccess;  // an NCCL without the call blocks
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(GetConfig().timeout);
+  auto pause = std::chrono::microseconds(1);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t polled = nccl.CommGetAsyncError(comm, &state);
+    if (polled != ncclSuccess) return polled;
+    if (state != ncclInProgress) return state;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ZPP_WARN("communicator %p still has work in progress after ZPP_TIMEOUT=%lld s",
+               static_cast<void*>(comm), static_cast<long long>(GetConfig().timeout));
+      return ncclInProgress;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+Result SplitBlockingDuplicate(const NcclFunctions& nccl, ncclComm_t comm, int rank,
+                              ncclComm_t* duplicate) {
+  ZPP_CHECK_ARG(nccl.CommSplit != nullptr, "the loaded NCCL has no ncclCommSplit");
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  *duplicate = nullptr;
+  // The duplicate is zpp's own: created through the real NCCL, never registered by the hooks.
+  const ncclResult_t split = nccl.CommSplit(comm, 0, rank, duplicate, &config);
+  if (split != ncclSuccess && split != ncclInProgress) return split;
+  if (*duplicate == nullptr) return ncclInternalError;
+  if (split == ncclInProgress) {
+    const ncclResult_t ready = WaitUntilReady(nccl, *duplicate);
+    if (ready != ncclSuccess) {
+      if (nccl.CommAbort != nullptr) nccl.CommAbort(*duplicate);
+      *duplicate = nullptr;
+      return ready == ncclInProgress ? ncclSystemError : ready;
+    }
+  }
+  return ncclSuccess;
+}
+
+std::unique_ptr<ZppCommunicator> OwningDuplicate(const NcclFunctions& nccl, ncclComm_t duplicate,
+                                                 std::unique_ptr<ZppCommunicator> inner) {
+  return std::make_unique<DuplicateOwner>(nccl, duplicate, std::move(inner));
+}
+
+}  // namespace zpp::plugin

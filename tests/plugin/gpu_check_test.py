@@ -1,0 +1,94 @@
+"""The GPU check's own checks, on the CPU: tools/gpu-check.sh --dry-run prints every part's
+commands with the preload pointing at the real build folder and every time limit inside one
+device call; tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where
+it did not. Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE, BUILD = sys.argv[1], os.path.realpath(sys.argv[2])
+sys.path.insert(0, os.path.join(SOURCE, "tools"))
+import zpp_stats_check  # noqa: E402
+
+PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "bench",
+         "codec-bench"]
+
+
+def dry_run(*args, cwd=SOURCE):
+    script = os.path.join(SOURCE, "tools", "gpu-check.sh")
+    run = subprocess.run(["bash", script, "--dry-run", *args], cwd=cwd, capture_output=True,
+                         text=True, timeout=60)
+    return run.returncode, run.stdout + run.stderr
+
+
+class DryRunTest(unittest.TestCase):
+    def test_every_part_prints_its_commands(self):
+        code, out = dry_run(BUILD)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("== "), len(PARTS), out)
+        self.assertIn("zpp-collective-check", out)
+        self.assertIn("compute-sanitizer", out)
+        self.assertIn("train_fsdp2.py", out)
+        self.assertIn("zpp_stats_check.py", out)
+
+    def test_the_preload_is_the_real_build_folder_absolute_or_relative(self):
+        for build in (BUILD, os.path.relpath(BUILD, SOURCE)):
+            code, out = dry_run(build)
+            self.assertEqual(code, 0, out)
+            self.assertIn(f"LD_PRELOAD={BUILD}/lib/libzpp.so", out)
+            self.assertNotIn(f"{SOURCE}/{BUILD}", out)
+
+    def test_every_time_limit_fits_one_device_call(self):
+        code, out = dry_run(BUILD)
+        limits = [int(n) for n in re.findall(r"\btimeout\s+(\d+)", out)]
+        self.assertTrue(limits, out)
+        self.assertLess(max(limits), 600, out)
+
+    def test_parts_run_alone_and_unknown_parts_are_refused(self):
+        code, out = dry_run(BUILD, "fsdp")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("== "), 1, out)
+        code, out = dry_run(BUILD, "everything")
+        self.assertEqual(code, 2, out)
+
+
+TABLE = """zpp stats: per communicator and technique
+ comm      rank technique          calls    input bytes   off-node bytes
+    0       {r}/4 qwZ                  {qwz}        1048576
+    0       {r}/4 qgZ                  {qgz}        4194304
+    0       {r}/4 all                                             123  (zpp)
+    0 pass-through reasons: small=12
+"""
+
+
+def log(qwz, qgz, ranks=4):
+    return "".join(TABLE.format(r=r, qwz=qwz, qgz=qgz) for r in range(ranks))
+
+
+class StatsCheckTest(unittest.TestCase):
+    def test_zpp_took_the_calls(self):
+        self.assertEqual(zpp_stats_check.check(log(20, 10), [["qwZ", "hpZ"], ["qgZ"]], 4), [])
+
+    def test_no_reduce_scatter_taken(self):
+        problems = zpp_stats_check.check(log(20, 0), [["qwZ", "hpZ"], ["qgZ"]], 4)
+        self.assertEqual(len(problems), 4, problems)
+
+    def test_no_table_means_no_zpp(self):
+        self.assertTrue(zpp_stats_check.check("loss 3.2\n", [["qwZ"]], 4))
+        self.assertTrue(zpp_stats_check.check(log(20, 10, ranks=2), [["qwZ"]], 4))
+
+    def test_command_line(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as file:
+            file.write(log(0, 10))
+            file.flush()
+            script = os.path.join(SOURCE, "tools", "zpp_stats_check.py")
+            run = subprocess.run([sys.executable, script, "--ranks", "4", "--require", "qwZ",
+                                  file.name], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 1, run.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
