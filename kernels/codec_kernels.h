@@ -5,8 +5,8 @@
 // so every call can be captured in a CUDA graph. A failed launch returns ncclUnhandledCudaError.
 // The output is bitwise equal to the CPU codec's for the same inputs (tests/codec/gpu_*).
 //
-// Speed: tensors whose address (and, when dequantizing, each piece's place in the output) is
-// 16-byte aligned are read and written with 16-byte vectors; others go element by element.
+// Speed: tensors whose address (and, in a batch, each item's place) is 16-byte aligned are read
+// and written with 16-byte vectors; others go element by element, item by item.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,7 +22,8 @@
 
 namespace zpp::codec::gpu {
 
-// Pieces one DequantizeReduce* call can sum (their addresses travel as kernel arguments).
+// Pieces one list-form DequantizeReduce* call can sum (their addresses travel as kernel
+// arguments). The batched forms below have no limit: their places come by formula.
 inline constexpr size_t kMaxReducePieces = 128;
 
 // True when a CUDA device is there to run on; otherwise `reason` (if not null) says why. Any
@@ -43,6 +44,22 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
                                   const Format& format, float scale_after_sum,
                                   const Format& out_format, const Rounding& rounding,
                                   std::span<std::byte> out_piece, cudaStream_t stream);
+
+// The batched codec (codec/batch.h, the CPU reference): one kernel launch per call, whatever
+// the number of items (a grid row per item, up to 65535 rows, each row looping past that).
+Result QuantizeBatch(ConstTensorView input, size_t count, const BatchMap& map, const Format& format,
+                     const Rounding& rounding, std::span<std::byte> pieces, cudaStream_t stream);
+Result DequantizeBatch(std::span<const std::byte> pieces, size_t count, const BatchMap& map,
+                       const Format& format, TensorView output, cudaStream_t stream);
+Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
+                             size_t count, const Format& format, float scale_after_sum,
+                             TensorView output, cudaStream_t stream);
+Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
+                                       size_t count, const Format& format, float scale_after_sum,
+                                       const Format& out_format, const Rounding& rounding,
+                                       std::span<std::byte> out_pieces, cudaStream_t stream);
+Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
+                 const BatchMap& map, cudaStream_t stream);
 
 // Writes the fingerprint of `bytes` to *device_fingerprint (8 bytes of device memory).
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,

@@ -1,10 +1,14 @@
 // Dequantize: a 2-D grid, x over the chunks of a piece and y over the pieces of a batch; each
 // thread decodes its chunk, rotates it back with its run's lanes and stores it at the piece's
-// place in the output. Piece addresses and places travel as kernel arguments, in batches.
+// place in the output (16-byte vectors for every piece whose place is aligned, whatever the
+// others' are). Places come by formula (codec::BatchMap: one launch for any number of pieces)
+// or, for the list form, as kernel arguments in launches of 128.
 #include <algorithm>
 #include <string>
 
+#include "codec/batch.h"
 #include "codec/validate.h"
+#include "kernels/batch_places.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"
@@ -17,28 +21,80 @@ namespace {
 // 128 pieces, 2 KiB of kernel arguments: well inside the 4 KiB every CUDA version accepts.
 constexpr size_t kPiecesPerLaunch = 128;
 
-struct PieceBatch {
+struct PieceList {
   const uint8_t* piece[kPiecesPerLaunch];
   uint64_t output_offset[kPiecesPerLaunch];
+  uint32_t count;
+  __device__ __forceinline__ uint32_t items() const { return count; }
+  __device__ __forceinline__ void Place(uint32_t item, const uint8_t** piece_at,
+                                        uint64_t* offset) const {
+    *piece_at = piece[item];
+    *offset = output_offset[item];
+  }
 };
 
-template <ncclDataType_t kDtype, int kBits, bool kAligned>
-__global__ void __launch_bounds__(256)
-    DequantizeKernel(PieceBatch batch, device::PieceGeometry geometry, bool rotate,
-                     void* __restrict__ output) {
-  const uint64_t first = device::ChunkFirstElement();
-  float values[device::kChunk] = {};
-  if (first < geometry.count) {
-    device::DecodeChunk<kBits>(batch.piece[blockIdx.y], geometry, first, values);
+struct PieceMap {
+  const uint8_t* pieces;
+  BatchPlaces map;
+  __device__ __forceinline__ uint32_t items() const { return map.items; }
+  __device__ __forceinline__ void Place(uint32_t item, const uint8_t** piece_at,
+                                        uint64_t* offset) const {
+    uint64_t from = 0;
+    map.Place(item, &from, offset);
+    *piece_at = pieces + from;
   }
-  if (rotate) device::RotateChunkInverse(values, first, geometry.count);
-  if (first < geometry.count) {
-    device::StoreChunk<kDtype, kAligned>(output, batch.output_offset[blockIdx.y], first,
-                                         geometry.count, values);
+};
+
+template <ncclDataType_t kDtype, int kBits, typename Places>
+__global__ void __launch_bounds__(256)
+    DequantizeKernel(Places places, device::PieceGeometry geometry, bool rotate,
+                     void* __restrict__ output) {
+  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
+  const uint64_t first = device::ChunkFirstElement();
+  const uint32_t items = places.items();
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    const uint8_t* piece = nullptr;
+    uint64_t offset = 0;
+    places.Place(item, &piece, &offset);
+    float values[device::kChunk] = {};
+    if (first < geometry.count) device::DecodeChunk<kBits>(piece, geometry, first, values);
+    if (rotate) device::RotateChunkInverse(values, first, geometry.count);
+    if (first < geometry.count) {
+      void* place = static_cast<uint8_t*>(output) + offset * kElement;
+      if (detail::Aligned16(place)) {
+        device::StoreChunk<kDtype, true>(place, 0, first, geometry.count, values);
+      } else {
+        device::StoreChunk<kDtype, false>(place, 0, first, geometry.count, values);
+      }
+    }
   }
 }
 
+template <typename Places>
+Result Launch(const char* api, const Places& places, uint64_t items, size_t count,
+              const Format& format, TensorView output, cudaStream_t stream) {
+  const int threads = 256;
+  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
+  const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
+  detail::WithDtype(output.dtype, [&](auto dtype) {
+    detail::WithBits(format.bits, [&](auto bits) {
+      DequantizeKernel<decltype(dtype)::value, decltype(bits)::value>
+          <<<grid, threads, 0, stream>>>(places, geometry, format.rotate, output.data);
+    });
+  });
+  return detail::CheckLaunch(api);
+}
+
 }  // namespace
+
+Result DequantizeBatch(std::span<const std::byte> pieces, size_t count, const BatchMap& map,
+                       const Format& format, TensorView output, cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::DequantizeBatch";
+  ZPP_CHECK(CheckDequantizeBatch(kApi, pieces, count, map, format, output));
+  if (count == 0 || map.items() == 0) return ncclSuccess;
+  const PieceMap places{reinterpret_cast<const uint8_t*>(pieces.data()), BatchPlaces::Of(map)};
+  return Launch(kApi, places, map.items(), count, format, output, stream);
+}
 
 Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
                   TensorView output, cudaStream_t stream) {
@@ -55,28 +111,15 @@ Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Forma
   }
   if (count == 0 || pieces.empty()) return ncclSuccess;
 
-  const int threads = 256;
-  const size_t element_bytes = output.dtype == ncclFloat32 ? 4 : 2;
   for (size_t start = 0; start < pieces.size(); start += kPiecesPerLaunch) {
     const size_t n = std::min(kPiecesPerLaunch, pieces.size() - start);
-    PieceBatch batch{};
-    bool aligned = detail::Aligned16(output.data);
+    PieceList list{};
+    list.count = static_cast<uint32_t>(n);
     for (size_t i = 0; i < n; ++i) {
-      batch.piece[i] = reinterpret_cast<const uint8_t*>(pieces[start + i].bytes.data());
-      batch.output_offset[i] = pieces[start + i].output_offset;
-      aligned = aligned && (batch.output_offset[i] * element_bytes) % 16 == 0;
+      list.piece[i] = reinterpret_cast<const uint8_t*>(pieces[start + i].bytes.data());
+      list.output_offset[i] = pieces[start + i].output_offset;
     }
-    const dim3 grid(detail::GridFor(count, threads), static_cast<unsigned>(n));
-    detail::WithDtype(output.dtype, [&](auto dtype) {
-      detail::WithBits(format.bits, [&](auto bits) {
-        detail::WithBool(aligned, [&](auto is_aligned) {
-          DequantizeKernel<decltype(dtype)::value, decltype(bits)::value,
-                           decltype(is_aligned)::value>
-              <<<grid, threads, 0, stream>>>(batch, geometry, format.rotate, output.data);
-        });
-      });
-    });
-    ZPP_CHECK(detail::CheckLaunch(kApi));
+    ZPP_CHECK(Launch(kApi, list, n, count, format, output, stream));
   }
   return ncclSuccess;
 }

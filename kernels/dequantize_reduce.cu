@@ -1,5 +1,8 @@
-// The fused dequantize-reduce to a tensor: each thread sums its chunk over the k pieces, rotates
-// the sum back with its run's lanes, and stores it narrowed to the output dtype.
+// The fused dequantize-reduce to a tensor: a 2-D grid, x over the chunks of a sum and y over the
+// sums of a batch; each thread sums its chunk over the sum's k pieces, rotates the sum back with
+// its run's lanes, and stores it narrowed to the output dtype (16-byte vectors where that sum's
+// place is aligned).
+#include "codec/batch.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
@@ -10,17 +13,42 @@
 namespace zpp::codec::gpu {
 namespace {
 
-template <ncclDataType_t kDtype, int kBits, bool kAligned>
+template <ncclDataType_t kDtype, int kBits, typename Pieces>
 __global__ void __launch_bounds__(256)
-    DequantizeReduceKernel(device::ReducePieces pieces, int k, device::PieceGeometry geometry,
+    DequantizeReduceKernel(Pieces pieces, uint32_t items, int k, device::PieceGeometry geometry,
                            bool rotate, float scale_after_sum, void* __restrict__ output) {
+  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
   const uint64_t first = device::ChunkFirstElement();
-  float sum[device::kChunk];
-  device::SumChunk<kBits>(pieces, k, geometry, first, scale_after_sum, sum);
-  if (rotate) device::RotateChunkInverse(sum, first, geometry.count);
-  if (first < geometry.count) {
-    device::StoreChunk<kDtype, kAligned>(output, 0, first, geometry.count, sum);
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    float sum[device::kChunk];
+    device::SumChunk<kBits>(pieces, item, k, geometry, first, scale_after_sum, sum);
+    if (rotate) device::RotateChunkInverse(sum, first, geometry.count);
+    if (first < geometry.count) {
+      void* place = static_cast<uint8_t*>(output) + item * geometry.count * kElement;
+      if (detail::Aligned16(place)) {
+        device::StoreChunk<kDtype, true>(place, 0, first, geometry.count, sum);
+      } else {
+        device::StoreChunk<kDtype, false>(place, 0, first, geometry.count, sum);
+      }
+    }
   }
+}
+
+template <typename Pieces>
+Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size_t count,
+              const Format& format, float scale_after_sum, TensorView output, cudaStream_t stream) {
+  if (count == 0) return ncclSuccess;
+  const int threads = 256;
+  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
+  const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
+  detail::WithDtype(output.dtype, [&](auto dtype) {
+    detail::WithBits(format.bits, [&](auto bits) {
+      DequantizeReduceKernel<decltype(dtype)::value, decltype(bits)::value>
+          <<<grid, threads, 0, stream>>>(pieces, items, k, geometry, format.rotate, scale_after_sum,
+                                         output.data);
+    });
+  });
+  return detail::CheckLaunch(api);
 }
 
 }  // namespace
@@ -34,22 +62,22 @@ Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size
   ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
   ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu", kApi,
                 output.count, count);
-  if (count == 0) return ncclSuccess;
+  return Launch(kApi, detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count,
+                format, scale_after_sum, output, stream);
+}
 
-  const int threads = 256;
-  const unsigned grid = detail::GridFor(count, threads);
-  const device::ReducePieces packed = detail::PackReducePieces(pieces);
-  const int k = static_cast<int>(pieces.size());
-  detail::WithDtype(output.dtype, [&](auto dtype) {
-    detail::WithBits(format.bits, [&](auto bits) {
-      detail::WithBool(detail::Aligned16(output.data), [&](auto aligned) {
-        DequantizeReduceKernel<decltype(dtype)::value, decltype(bits)::value,
-                               decltype(aligned)::value><<<grid, threads, 0, stream>>>(
-            packed, k, geometry, format.rotate, scale_after_sum, output.data);
-      });
-    });
-  });
-  return detail::CheckLaunch(kApi);
+Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
+                             size_t count, const Format& format, float scale_after_sum,
+                             TensorView output, cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::DequantizeReduceBatch";
+  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
+  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK_ARG(output.count == batch.items * count,
+                "%s: output has %zu elements, %u sums of %zu need %llu", kApi, output.count,
+                batch.items, count, static_cast<unsigned long long>(batch.items) * count);
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
+  return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
+                scale_after_sum, output, stream);
 }
 
 }  // namespace zpp::codec::gpu

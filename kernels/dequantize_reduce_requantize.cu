@@ -1,6 +1,8 @@
-// The fused dequantize-reduce-requantize (qgZ's middle step): each thread sums its chunk over
-// the k pieces, changes domain only if the two formats differ in rotation, and encodes the sum
-// with the lanes of its output block.
+// The fused dequantize-reduce-requantize (qgZ's middle step): a 2-D grid, x over the chunks of
+// a sum and y over the sums of a batch; each thread sums its chunk over the sum's k pieces,
+// changes domain only if the two formats differ in rotation, and encodes the sum with the lanes
+// of its output block into the sum's output piece.
+#include "codec/batch.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
@@ -10,20 +12,48 @@
 namespace zpp::codec::gpu {
 namespace {
 
-template <int kInBits, int kOutBits>
+template <int kInBits, int kOutBits, typename Pieces>
 __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
-    DequantizeReduceRequantizeKernel(device::ReducePieces pieces, int k,
+    DequantizeReduceRequantizeKernel(Pieces pieces, uint32_t items, int k,
                                      device::PieceGeometry geometry, bool rotate,
                                      float scale_after_sum, device::PieceGeometry out_geometry,
                                      bool out_rotate, device::RoundingStream rounding,
-                                     uint8_t* __restrict__ out_piece) {
+                                     uint8_t* __restrict__ out_pieces) {
   __shared__ uint32_t warp_max[device::kMaxWarpsPerCta];
   const uint64_t first = device::ChunkFirstElement();
-  float sum[device::kChunk];
-  device::SumChunk<kInBits>(pieces, k, geometry, first, scale_after_sum, sum);
-  if (rotate && !out_rotate) device::RotateChunkInverse(sum, first, geometry.count);
-  if (!rotate && out_rotate) device::RotateChunkForward(sum, first, geometry.count);
-  device::EncodeChunk<kOutBits>(sum, first, out_geometry, rounding, out_piece, warp_max);
+  const uint64_t out_piece = out_geometry.scale_bytes + out_geometry.payload_bytes;
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    if (item != blockIdx.y) __syncthreads();  // the last item's block max is read by all
+    float sum[device::kChunk];
+    device::SumChunk<kInBits>(pieces, item, k, geometry, first, scale_after_sum, sum);
+    if (rotate && !out_rotate) device::RotateChunkInverse(sum, first, geometry.count);
+    if (!rotate && out_rotate) device::RotateChunkForward(sum, first, geometry.count);
+    device::RoundingStream mine = rounding;
+    mine.first_block += static_cast<uint64_t>(item) * out_geometry.blocks;
+    device::EncodeChunk<kOutBits>(sum, first, out_geometry, mine, out_pieces + item * out_piece,
+                                  warp_max);
+  }
+}
+
+template <typename Pieces>
+Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size_t count,
+              const Format& format, float scale_after_sum, const Format& out_format,
+              const Rounding& rounding, std::byte* out_pieces, cudaStream_t stream) {
+  if (count == 0) return ncclSuccess;
+  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
+  const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
+  const int threads = detail::ThreadsFor(out_format.block);
+  const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
+  const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
+  auto* out = reinterpret_cast<uint8_t*>(out_pieces);
+  detail::WithBits(format.bits, [&](auto bits) {
+    detail::WithBits(out_format.bits, [&](auto out_bits) {
+      DequantizeReduceRequantizeKernel<decltype(bits)::value, decltype(out_bits)::value>
+          <<<grid, threads, 0, stream>>>(pieces, items, k, geometry, format.rotate, scale_after_sum,
+                                         out_geometry, out_format.rotate, stream_of_bits, out);
+    });
+  });
+  return detail::CheckLaunch(api);
 }
 
 }  // namespace
@@ -39,22 +69,23 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
   const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
   ZPP_CHECK(CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(),
                        out_geometry.scale_bytes + out_geometry.payload_bytes));
-  if (count == 0) return ncclSuccess;
+  return Launch(kApi, detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count,
+                format, scale_after_sum, out_format, rounding, out_piece.data(), stream);
+}
 
-  const int threads = detail::ThreadsFor(out_format.block);
-  const unsigned grid = detail::GridFor(count, threads);
-  const device::ReducePieces packed = detail::PackReducePieces(pieces);
-  const int k = static_cast<int>(pieces.size());
-  const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
-  auto* out = reinterpret_cast<uint8_t*>(out_piece.data());
-  detail::WithBits(format.bits, [&](auto bits) {
-    detail::WithBits(out_format.bits, [&](auto out_bits) {
-      DequantizeReduceRequantizeKernel<decltype(bits)::value, decltype(out_bits)::value>
-          <<<grid, threads, 0, stream>>>(packed, k, geometry, format.rotate, scale_after_sum,
-                                         out_geometry, out_format.rotate, stream_of_bits, out);
-    });
-  });
-  return detail::CheckLaunch(kApi);
+Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
+                                       size_t count, const Format& format, float scale_after_sum,
+                                       const Format& out_format, const Rounding& rounding,
+                                       std::span<std::byte> out_pieces, cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeBatch";
+  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
+  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
+                       (out_geometry.scale_bytes + out_geometry.payload_bytes) * batch.items));
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
+  return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
+                scale_after_sum, out_format, rounding, out_pieces.data(), stream);
 }
 
 }  // namespace zpp::codec::gpu

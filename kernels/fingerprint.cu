@@ -66,17 +66,25 @@ Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprin
     ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
     return ncclUnhandledCudaError;
   }
-  // Enough threads to keep the memory busy, few enough that the atomics stay negligible.
+  // Enough threads to keep the memory busy, few enough that the atomics stay negligible: one
+  // wave of as many blocks as the kernel's registers let each SM hold (a fixed multiple of the
+  // SMs ran a second, mostly idle wave when fewer fit).
   const int threads = 256;
   const uint64_t pairs = (bytes.size() + 15) / 16;
   const uint64_t wanted = (pairs + threads - 1) / threads;
-  const uint64_t cap = static_cast<uint64_t>(multiprocessors) * 8;
-  const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
   auto* out = reinterpret_cast<unsigned long long*>(device_fingerprint);
   detail::WithBool(detail::Aligned16(data), [&](auto aligned) {
-    FingerprintKernel<decltype(aligned)::value>
-        <<<grid, threads, 0, stream>>>(data, bytes.size(), out);
+    const auto kernel = FingerprintKernel<decltype(aligned)::value>;
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess ||
+        per_sm < 1) {
+      (void)cudaGetLastError();  // a query that failed is no launch error
+      per_sm = 1;
+    }
+    const uint64_t cap = static_cast<uint64_t>(multiprocessors) * per_sm;
+    const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
+    kernel<<<grid, threads, 0, stream>>>(data, bytes.size(), out);
   });
   return detail::CheckLaunch(kApi);
 }

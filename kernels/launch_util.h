@@ -30,14 +30,25 @@ inline unsigned GridFor(uint64_t count, int threads) {
   return static_cast<unsigned>((chunks + threads - 1) / threads);
 }
 
-inline bool Aligned16(const void* pointer) {
+// Rows of a batch's 2-D grid: one per item, up to the 65535 a grid can have; the kernels loop
+// over the items past that (item += gridDim.y).
+inline unsigned RowsFor(uint64_t items) {
+  return static_cast<unsigned>(items < 65535 ? items : 65535);
+}
+
+__host__ __device__ __forceinline__ bool Aligned16(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
 inline device::PieceGeometry GeometryOf(uint64_t count, const Format& format) {
-  return device::PieceGeometry{count, zppPieceBlocks(count, format.block),
+  int32_t shift = 0;
+  while ((int32_t{1} << shift) < format.block) ++shift;  // a power of two (CheckFormat)
+  return device::PieceGeometry{count,
+                               zppPieceBlocks(count, format.block),
                                zppPieceScaleBytes(count, format.block),
-                               zppPiecePayloadBytes(count, format.bits), format.block};
+                               zppPiecePayloadBytes(count, format.bits),
+                               format.block,
+                               shift};
 }
 
 inline device::RoundingStream StreamOf(const Rounding& rounding) {

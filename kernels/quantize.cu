@@ -1,6 +1,10 @@
-// Quantize: each thread loads its chunk of the tensor (16-byte vectors when aligned), widens it
-// to fp32, rotates it with its run's lanes, and encodes it with its block's lanes.
+// Quantize, batched: a 2-D grid, x over the chunks of one piece and y over the items of the
+// batch (codec::BatchMap). Each thread loads its chunk of its item's input (16-byte vectors
+// when that item's input is aligned), widens it to fp32, rotates it with its run's lanes, and
+// encodes it with its block's lanes into the item's piece.
+#include "codec/batch.h"
 #include "codec/validate.h"
+#include "kernels/batch_places.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
@@ -9,44 +13,58 @@
 namespace zpp::codec::gpu {
 namespace {
 
-template <ncclDataType_t kDtype, int kBits, bool kAligned>
+template <ncclDataType_t kDtype, int kBits>
 __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
-    QuantizeKernel(const void* __restrict__ input, device::PieceGeometry geometry, bool rotate,
-                   device::RoundingStream rounding, uint8_t* __restrict__ piece) {
+    QuantizeKernel(const void* __restrict__ input, BatchPlaces places,
+                   device::PieceGeometry geometry, bool rotate, device::RoundingStream rounding,
+                   uint8_t* __restrict__ pieces) {
   __shared__ uint32_t warp_max[device::kMaxWarpsPerCta];
+  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
   const uint64_t first = device::ChunkFirstElement();
-  float values[device::kChunk];
-  device::LoadChunk<kDtype, kAligned>(input, first, geometry.count, values);
-  if (rotate) device::RotateChunkForward(values, first, geometry.count);
-  device::EncodeChunk<kBits>(values, first, geometry, rounding, piece, warp_max);
+  const uint32_t items = places.items;
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    if (item != blockIdx.y) __syncthreads();  // the last item's block max is read by all
+    uint64_t from = 0, to = 0;
+    places.Place(item, &from, &to);
+    const auto* data = static_cast<const uint8_t*>(input) + from * kElement;
+    float values[device::kChunk];
+    if (detail::Aligned16(data)) {
+      device::LoadChunk<kDtype, true>(data, first, geometry.count, values);
+    } else {
+      device::LoadChunk<kDtype, false>(data, first, geometry.count, values);
+    }
+    if (rotate) device::RotateChunkForward(values, first, geometry.count);
+    device::RoundingStream mine = rounding;
+    mine.first_block += static_cast<uint64_t>(item) * geometry.blocks;
+    device::EncodeChunk<kBits>(values, first, geometry, mine, pieces + to, warp_max);
+  }
 }
 
 }  // namespace
 
-Result Quantize(ConstTensorView input, const Format& format, const Rounding& rounding,
-                std::span<std::byte> piece, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::Quantize";
-  ZPP_CHECK(CheckFormat(kApi, input.dtype, format));
-  ZPP_CHECK(CheckTensor(kApi, "input", input.data, input.dtype, input.count));
-  const device::PieceGeometry geometry = detail::GeometryOf(input.count, format);
-  ZPP_CHECK(CheckPiece(kApi, "piece", piece.data(), piece.size(),
-                       geometry.scale_bytes + geometry.payload_bytes));
-  if (input.count == 0) return ncclSuccess;
+Result QuantizeBatch(ConstTensorView input, size_t count, const BatchMap& map, const Format& format,
+                     const Rounding& rounding, std::span<std::byte> pieces, cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::QuantizeBatch";
+  ZPP_CHECK(CheckQuantizeBatch(kApi, input, count, map, format, pieces));
+  if (count == 0 || map.items() == 0) return ncclSuccess;
 
+  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const int threads = detail::ThreadsFor(format.block);
-  const unsigned grid = detail::GridFor(input.count, threads);
+  const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(map.items()));
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
-  auto* out = reinterpret_cast<uint8_t*>(piece.data());
+  auto* out = reinterpret_cast<uint8_t*>(pieces.data());
   detail::WithDtype(input.dtype, [&](auto dtype) {
     detail::WithBits(format.bits, [&](auto bits) {
-      detail::WithBool(detail::Aligned16(input.data), [&](auto aligned) {
-        QuantizeKernel<decltype(dtype)::value, decltype(bits)::value, decltype(aligned)::value>
-            <<<grid, threads, 0, stream>>>(input.data, geometry, format.rotate, stream_of_bits,
-                                           out);
-      });
+      QuantizeKernel<decltype(dtype)::value, decltype(bits)::value><<<grid, threads, 0, stream>>>(
+          input.data, BatchPlaces::Of(map), geometry, format.rotate, stream_of_bits, out);
     });
   });
   return detail::CheckLaunch(kApi);
+}
+
+Result Quantize(ConstTensorView input, const Format& format, const Rounding& rounding,
+                std::span<std::byte> piece, cudaStream_t stream) {
+  return QuantizeBatch(input, input.count, BatchMap{}, format, rounding, piece, stream);
 }
 
 }  // namespace zpp::codec::gpu

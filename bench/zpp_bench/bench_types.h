@@ -35,6 +35,10 @@ struct Measurement {
   double max_abs_err = 0;
   std::optional<uint64_t> wrong;  // outputs off the reference, for lossless plans only
   std::string plan;               // the plan the engine chose (PlanKindName)
+  // Kernels and collectives one call enqueued on rank 0 (the mean over the calls), where the
+  // runner counts them (the sim runner does).
+  std::optional<double> kernel_launches;
+  std::optional<double> collective_launches;
 };
 
 // One table row: nccl-tests' columns (size = the whole gathered / scattered buffer) and ours.

@@ -56,6 +56,7 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   std::vector<double> times_us;
   std::vector<plan::Plan> plans(n);
   std::atomic<int> failures{0};
+  LaunchCounts launches;  // rank 0's, over all calls
   ErrorStats errors;
   std::barrier sync(n);
   // Every rank's input, for the reference (filled by each rank before its first call).
@@ -88,6 +89,7 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
         if (result != ncclSuccess) ++failures;
         backend.Synchronize(*stream);
       }
+      if (rank == 0) launches = backend.launches();
       sync.arrive_and_wait();  // the call ends when the last rank's output is there
       if (rank == 0 && call >= what.warmup) {
         const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -141,6 +143,8 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   m.max_abs_err = errors.MaxAbs();
   if (Lossless(plans[0], what.op)) m.wrong = errors.Wrong();
   m.plan = std::string(plan::PlanKindName(plans[0].kind));
+  m.kernel_launches = static_cast<double>(launches.kernels) / calls;
+  m.collective_launches = static_cast<double>(launches.collectives) / calls;
   *out = m;
   return ncclSuccess;
 }

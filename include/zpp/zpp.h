@@ -73,6 +73,11 @@ typedef struct {
   uint64_t hpz_misses;
   uint64_t hpz_verify_failures;
   uint64_t step_epoch;
+  /* Device work zpp's plans enqueued, per path: kernels and copies (codec, fingerprint, copy),
+   * and collectives on zpp's communicators. Per call it does not grow with the number of ranks,
+   * nodes or racks: the codec is batched, one kernel per plan stage. */
+  uint64_t kernel_launches[zppNumPaths];
+  uint64_t collective_launches[zppNumPaths];
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -19,21 +19,29 @@ inline constexpr int kMaxWarpsPerCta = kMaxLanesPerBlock / 32;
 // `lanes` is the same for all of them.
 __device__ __forceinline__ uint32_t GroupMax(uint32_t value, int lanes,
                                              uint32_t (&warp_max)[kMaxWarpsPerCta]) {
-  const int width = lanes < 32 ? lanes : 32;
-  for (int offset = width / 2; offset > 0; offset /= 2) {
-    const uint32_t other = __shfl_xor_sync(kFullWarp, value, offset);
-    value = other > value ? other : value;
+  // Unrolled over every width a group can have, each step taken when the group is wider than
+  // its offset (lanes is a power of two, the same on every thread): no loop counter, no
+  // run-time trip count.
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    if (offset < lanes) {
+      const uint32_t other = __shfl_xor_sync(kFullWarp, value, offset);
+      value = other > value ? other : value;
+    }
   }
   if (lanes <= 32) return value;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if (threadIdx.x % 32 == 0) warp_max[warp] = value;
   __syncthreads();
   const int warps = lanes / 32;
-  const int first_warp = warp / warps * warps;
+  const int first_warp = warp & ~(warps - 1);
   uint32_t result = 0;
-  for (int w = 0; w < warps; ++w) {
-    const uint32_t other = warp_max[first_warp + w];
-    result = other > result ? other : result;
+#pragma unroll
+  for (int w = 0; w < kMaxWarpsPerCta; ++w) {
+    if (w < warps) {
+      const uint32_t other = warp_max[first_warp + w];
+      result = other > result ? other : result;
+    }
   }
   return result;
 }

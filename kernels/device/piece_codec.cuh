@@ -19,6 +19,7 @@ struct PieceGeometry {
   uint64_t scale_bytes;    // the payload's offset
   uint64_t payload_bytes;  // padding included
   int32_t block;
+  int32_t block_shift;  // log2(block): blocks are powers of two, so index by shift and mask
 };
 
 // Stochastic rounding's stream, keyed once per call on the host (StreamKey).
@@ -48,8 +49,9 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
 
   constexpr int kQMax = kBits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX;
   const float scale = BlockScale(amax_bits, kQMax);
-  const uint64_t block_index = first / static_cast<uint64_t>(geometry.block);
-  const uint32_t in_block = static_cast<uint32_t>(first % static_cast<uint64_t>(geometry.block));
+  const uint64_t block_index = first >> geometry.block_shift;
+  const uint32_t in_block =
+      static_cast<uint32_t>(first) & static_cast<uint32_t>(geometry.block - 1);
   int q[kChunk] = {};  // a non-finite block's integers stay 0
   if (AmaxIsFinite(amax_bits)) {
     const GridMap grid = GridMapOf(scale);
@@ -93,8 +95,7 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
 template <int kBits>
 __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeometry& geometry,
                                             uint64_t first, float (&values)[kChunk]) {
-  const float scale =
-      reinterpret_cast<const float*>(piece)[first / static_cast<uint64_t>(geometry.block)];
+  const float scale = reinterpret_cast<const float*>(piece)[first >> geometry.block_shift];
   const uint8_t* payload = piece + geometry.scale_bytes;
   if constexpr (kBits == 8) {
     const uint2 packed = *reinterpret_cast<const uint2*>(payload + first);

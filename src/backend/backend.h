@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "codec/batch.h"
 #include "codec/views.h"
 #include "common/result.h"
 #include "kernels/codec_params.h"
@@ -60,9 +61,19 @@ enum class GroupKind {
   kInterRack,  // this rank's (node-in-rack, local rank) position in every rack
 };
 
+// What a backend has enqueued since it was made: kernels and copies (every codec, fingerprint
+// and copy operation is one), and collectives (an all-to-all built of sends and receives is
+// one). A plan's cost in launches is the difference across its run.
+struct LaunchCounts {
+  uint64_t kernels = 0;
+  uint64_t collectives = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  virtual LaunchCounts launches() const = 0;
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
@@ -122,21 +133,33 @@ class Backend {
   virtual Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar,
                                      Stream& stream) = 0;
 
-  // The codec (codec/codec.h) as device work on `stream`; views are device memory.
-  virtual Result Quantize(codec::ConstTensorView input, const codec::Format& format,
-                          const codec::Rounding& rounding, std::span<std::byte> piece,
-                          Stream& stream) = 0;
-  virtual Result Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
-                            const codec::Format& format, codec::TensorView output,
-                            Stream& stream) = 0;
-  virtual Result DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
-                                  const codec::Format& format, float scale_after_sum,
-                                  codec::TensorView output, Stream& stream) = 0;
-  virtual Result DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
-                                            size_t count, const codec::Format& format,
-                                            const codec::Format& out_format,
-                                            const codec::Rounding& rounding,
-                                            std::span<std::byte> out_piece, Stream& stream) = 0;
+  // The batched codec (codec/batch.h) as device work on `stream`: one device operation (one
+  // kernel on CUDA) per call, whatever the number of items, equal to the CPU codec run item by
+  // item. Views and spans are device memory. See codec/batch.h for the placements.
+  virtual Result QuantizeBatch(codec::ConstTensorView input, size_t count,
+                               const codec::BatchMap& map, const codec::Format& format,
+                               const codec::Rounding& rounding, std::span<std::byte> pieces,
+                               Stream& stream) = 0;
+  virtual Result DequantizeBatch(std::span<const std::byte> pieces, size_t count,
+                                 const codec::BatchMap& map, const codec::Format& format,
+                                 codec::TensorView output, Stream& stream) = 0;
+  virtual Result DequantizeReduceBatch(std::span<const std::byte> pieces,
+                                       const codec::ReduceBatch& batch, size_t count,
+                                       const codec::Format& format, float scale_after_sum,
+                                       codec::TensorView output, Stream& stream) = 0;
+  virtual Result DequantizeReduceRequantizeBatch(
+      std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+      const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+      std::span<std::byte> out_pieces, Stream& stream) = 0;
+  // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.
+  virtual Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
+                           const codec::BatchMap& map, Stream& stream) = 0;
+
+  // One piece: a batch of one item.
+  Result Quantize(codec::ConstTensorView input, const codec::Format& format,
+                  const codec::Rounding& rounding, std::span<std::byte> piece, Stream& stream) {
+    return QuantizeBatch(input, input.count, codec::BatchMap{}, format, rounding, piece, stream);
+  }
 };
 
 }  // namespace zpp

@@ -141,6 +141,7 @@ Result CudaNcclBackend::StreamWaitEvent(Stream& stream, Event& event) {
 }
 
 Result CudaNcclBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) {
+  CountKernel();
   if (bytes == 0) return ncclSuccess;
   ZPP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, HandleOf(stream)));
   return ncclSuccess;
@@ -148,6 +149,7 @@ Result CudaNcclBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream&
 
 Result CudaNcclBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind group,
                                   Stream& stream) {
+  CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
   return nccl_.AllGather(send, recv, bytes, ncclUint8, comm, HandleOf(stream));
@@ -155,6 +157,7 @@ Result CudaNcclBackend::AllGather(const void* send, void* recv, size_t bytes, Gr
 
 Result CudaNcclBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKind group,
                                  Stream& stream) {
+  CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
   if (nccl_.AlltoAll != nullptr) {
@@ -181,6 +184,7 @@ Result CudaNcclBackend::AllToAll(const void* send, void* recv, size_t bytes, Gro
 
 Result CudaNcclBackend::Send(const void* send, size_t bytes, int peer, GroupKind group,
                              Stream& stream) {
+  CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
   ZPP_CHECK_ARG(nccl_.Send != nullptr, "the loaded NCCL has no ncclSend");
@@ -188,6 +192,7 @@ Result CudaNcclBackend::Send(const void* send, size_t bytes, int peer, GroupKind
 }
 
 Result CudaNcclBackend::Recv(void* recv, size_t bytes, int peer, GroupKind group, Stream& stream) {
+  CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
   ZPP_CHECK_ARG(nccl_.Recv != nullptr, "the loaded NCCL has no ncclRecv");
@@ -197,6 +202,7 @@ Result CudaNcclBackend::Recv(void* recv, size_t bytes, int peer, GroupKind group
 Result CudaNcclBackend::ReduceScatter(const void* send, void* recv, size_t count,
                                       ncclDataType_t dtype, float scale, GroupKind group,
                                       Stream& stream) {
+  CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
   if (scale == 1.0f) {
@@ -219,6 +225,7 @@ Result CudaNcclBackend::ReduceScatter(const void* send, void* recv, size_t count
 }
 
 Result CudaNcclBackend::CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) {
+  CountKernel();
   if (bytes <= codec::gpu::kSmallCopyBytes) {
     return codec::gpu::CopySmallFromHost(dst, src, bytes, HandleOf(stream));
   }
@@ -239,53 +246,61 @@ Result CudaNcclBackend::ReadAfter(Event& event, void* host_dst, const void* src,
 
 Result CudaNcclBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                                     Stream& stream) {
+  CountKernel();  // the memset of the sum
+  CountKernel();
   return codec::gpu::Fingerprint(bytes, device_out, HandleOf(stream));
 }
 
 Result CudaNcclBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
                                           codec::TensorView output, bool poison, uint32_t* failures,
                                           Stream& stream) {
+  CountKernel();
   return codec::gpu::VerifyFingerprint(now, at_fill, output, poison, failures, HandleOf(stream));
 }
 
 Result CudaNcclBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar,
                                             Stream& stream) {
+  CountKernel();
   return codec::gpu::ScaleByDeviceScalar(data, scalar, HandleOf(stream));
 }
 
-Result CudaNcclBackend::Quantize(codec::ConstTensorView input, const codec::Format& format,
-                                 const codec::Rounding& rounding, std::span<std::byte> piece,
-                                 Stream& stream) {
-  return codec::gpu::Quantize(input, format, rounding, piece, HandleOf(stream));
+Result CudaNcclBackend::QuantizeBatch(codec::ConstTensorView input, size_t count,
+                                      const codec::BatchMap& map, const codec::Format& format,
+                                      const codec::Rounding& rounding, std::span<std::byte> pieces,
+                                      Stream& stream) {
+  CountKernel();
+  return codec::gpu::QuantizeBatch(input, count, map, format, rounding, pieces, HandleOf(stream));
 }
 
-Result CudaNcclBackend::Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
-                                   const codec::Format& format, codec::TensorView output,
-                                   Stream& stream) {
-  return codec::gpu::Dequantize(pieces, count, format, output, HandleOf(stream));
+Result CudaNcclBackend::DequantizeBatch(std::span<const std::byte> pieces, size_t count,
+                                        const codec::BatchMap& map, const codec::Format& format,
+                                        codec::TensorView output, Stream& stream) {
+  CountKernel();
+  return codec::gpu::DequantizeBatch(pieces, count, map, format, output, HandleOf(stream));
 }
 
-Result CudaNcclBackend::DequantizeReduce(std::vector<std::span<const std::byte>> pieces,
-                                         size_t count, const codec::Format& format,
-                                         float scale_after_sum, codec::TensorView output,
-                                         Stream& stream) {
-  ZPP_CHECK_ARG(pieces.size() <= codec::gpu::kMaxReducePieces,
-                "cuda_nccl: %zu pieces to reduce, at most %zu per call", pieces.size(),
-                codec::gpu::kMaxReducePieces);
-  return codec::gpu::DequantizeReduce(pieces, count, format, scale_after_sum, output,
-                                      HandleOf(stream));
+Result CudaNcclBackend::DequantizeReduceBatch(std::span<const std::byte> pieces,
+                                              const codec::ReduceBatch& batch, size_t count,
+                                              const codec::Format& format, float scale_after_sum,
+                                              codec::TensorView output, Stream& stream) {
+  CountKernel();
+  return codec::gpu::DequantizeReduceBatch(pieces, batch, count, format, scale_after_sum, output,
+                                           HandleOf(stream));
 }
 
-Result CudaNcclBackend::DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
-                                                   size_t count, const codec::Format& format,
-                                                   const codec::Format& out_format,
-                                                   const codec::Rounding& rounding,
-                                                   std::span<std::byte> out_piece, Stream& stream) {
-  ZPP_CHECK_ARG(pieces.size() <= codec::gpu::kMaxReducePieces,
-                "cuda_nccl: %zu pieces to reduce, at most %zu per call", pieces.size(),
-                codec::gpu::kMaxReducePieces);
-  return codec::gpu::DequantizeReduceRequantize(pieces, count, format, 1.0f, out_format, rounding,
-                                                out_piece, HandleOf(stream));
+Result CudaNcclBackend::DequantizeReduceRequantizeBatch(
+    std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+    const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+    std::span<std::byte> out_pieces, Stream& stream) {
+  CountKernel();
+  return codec::gpu::DequantizeReduceRequantizeBatch(pieces, batch, count, format, 1.0f, out_format,
+                                                     rounding, out_pieces, HandleOf(stream));
+}
+
+Result CudaNcclBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst,
+                                  size_t bytes, const codec::BatchMap& map, Stream& stream) {
+  CountKernel();
+  return codec::gpu::CopyBatch(src, dst, bytes, map, HandleOf(stream));
 }
 
 }  // namespace zpp::cuda

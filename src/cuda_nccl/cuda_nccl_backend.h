@@ -37,6 +37,9 @@ class CudaNcclBackend final : public Backend {
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
+  LaunchCounts launches() const override {
+    return {kernels_.load(std::memory_order_relaxed), collectives_.load(std::memory_order_relaxed)};
+  }
   int GroupRank(GroupKind kind) const override { return groups_[Index(kind)].rank; }
   int GroupSize(GroupKind kind) const override { return groups_[Index(kind)].size; }
 
@@ -62,18 +65,23 @@ class CudaNcclBackend final : public Backend {
   Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
                            bool poison, uint32_t* failures, Stream& stream) override;
   Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;
-  Result Quantize(codec::ConstTensorView input, const codec::Format& format,
-                  const codec::Rounding& rounding, std::span<std::byte> piece,
-                  Stream& stream) override;
-  Result Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
-                    const codec::Format& format, codec::TensorView output, Stream& stream) override;
-  Result DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
-                          const codec::Format& format, float scale_after_sum,
-                          codec::TensorView output, Stream& stream) override;
-  Result DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces, size_t count,
-                                    const codec::Format& format, const codec::Format& out_format,
-                                    const codec::Rounding& rounding, std::span<std::byte> out_piece,
-                                    Stream& stream) override;
+  Result QuantizeBatch(codec::ConstTensorView input, size_t count, const codec::BatchMap& map,
+                       const codec::Format& format, const codec::Rounding& rounding,
+                       std::span<std::byte> pieces, Stream& stream) override;
+  Result DequantizeBatch(std::span<const std::byte> pieces, size_t count,
+                         const codec::BatchMap& map, const codec::Format& format,
+                         codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduceBatch(std::span<const std::byte> pieces, const codec::ReduceBatch& batch,
+                               size_t count, const codec::Format& format, float scale_after_sum,
+                               codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces,
+                                         const codec::ReduceBatch& batch, size_t count,
+                                         const codec::Format& format,
+                                         const codec::Format& out_format,
+                                         const codec::Rounding& rounding,
+                                         std::span<std::byte> out_pieces, Stream& stream) override;
+  Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
+                   const codec::BatchMap& map, Stream& stream) override;
 
  private:
   struct Group {
@@ -95,6 +103,11 @@ class CudaNcclBackend final : public Backend {
   // stages fail instead of using an aborted sub-communicator, and nothing is destroyed twice.
   std::atomic<bool> aborted_{false};
   std::unique_ptr<Stream> internal_stream_;
+  // Counted when enqueued: one per kernel or copy, one per collective (launches()).
+  std::atomic<uint64_t> kernels_{0};
+  std::atomic<uint64_t> collectives_{0};
+  void CountKernel() { kernels_.fetch_add(1, std::memory_order_relaxed); }
+  void CountCollective() { collectives_.fetch_add(1, std::memory_order_relaxed); }
 };
 
 }  // namespace zpp::cuda

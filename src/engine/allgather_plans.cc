@@ -1,7 +1,5 @@
 #include "engine/allgather_plans.h"
 
-#include <vector>
-
 #include "codec/codec.h"
 #include "codec/element_io.h"
 
@@ -34,10 +32,9 @@ Result RunQwzFlatAllGather(PlanContext& context, const plan::Plan& plan,
   ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, format, codec::Rounding{},
                              {mine, piece}, context.stream));
   ZPP_CHECK(backend.AllGather(mine, all, piece, GroupKind::kWorld, context.stream));
-  std::vector<codec::PlacedPiece> pieces(ranks);
-  for (int r = 0; r < ranks; ++r) pieces[r] = {{all + r * piece, piece}, r * args.count};
-  ZPP_CHECK(backend.Dequantize(std::move(pieces), args.count, format,
-                               {args.recv, args.dtype, args.count * ranks}, context.stream));
+  ZPP_CHECK(backend.DequantizeBatch({all, piece * ranks}, args.count,
+                                    codec::BatchMap::Strided(ranks, piece, args.count), format,
+                                    {args.recv, args.dtype, args.count * ranks}, context.stream));
   return staging.Finish();
 }
 
@@ -77,28 +74,25 @@ Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
   ZPP_CHECK(staging.Take(secondary_bytes * locals, &gathered));
   ZPP_CHECK(backend.AllGather(secondary, gathered, secondary_bytes, GroupKind::kIntraNode,
                               context.stream));
-  // gathered[local][node] holds the shard of rank node x locals + local (contiguous nodes).
-  auto rank_of = [&](int local, int node) { return static_cast<size_t>(node * locals + local); };
+  // gathered[local][node] holds the shard of rank node x locals + local (contiguous nodes): one
+  // batch places them all, item local x nodes + node.
+  codec::BatchMap places;
+  places.radix[1] = static_cast<uint32_t>(locals);
+  places.radix[2] = static_cast<uint32_t>(nodes);
+  places.from[1] = nodes * contribution;
+  places.from[2] = contribution;
+  const uint64_t shard_units = plan.bits_inter != 0 ? args.count : contribution;
+  places.to[1] = shard_units;
+  places.to[2] = locals * shard_units;
+  const std::span<const std::byte> all{gathered, secondary_bytes * locals};
   if (plan.bits_inter != 0) {
-    std::vector<codec::PlacedPiece> pieces;
-    pieces.reserve(nodes * locals);
-    for (int local = 0; local < locals; ++local) {
-      for (int node = 0; node < nodes; ++node) {
-        const std::byte* piece = gathered + (local * nodes + node) * contribution;
-        pieces.push_back({{piece, contribution}, rank_of(local, node) * args.count});
-      }
-    }
-    ZPP_CHECK(backend.Dequantize(std::move(pieces), args.count, WeightFormat(plan),
-                                 {args.recv, args.dtype, args.count * nodes * locals},
-                                 context.stream));
+    ZPP_CHECK(backend.DequantizeBatch(all, args.count, places, WeightFormat(plan),
+                                      {args.recv, args.dtype, args.count * nodes * locals},
+                                      context.stream));
   } else {
-    for (int local = 0; local < locals; ++local) {
-      for (int node = 0; node < nodes; ++node) {
-        const std::byte* shard = gathered + (local * nodes + node) * contribution;
-        std::byte* out = static_cast<std::byte*>(args.recv) + rank_of(local, node) * contribution;
-        ZPP_CHECK(backend.Memcpy(out, shard, contribution, context.stream));
-      }
-    }
+    ZPP_CHECK(backend.CopyBatch(all,
+                                {static_cast<std::byte*>(args.recv), contribution * nodes * locals},
+                                contribution, places, context.stream));
   }
   return staging.Finish();
 }

@@ -32,15 +32,31 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   }
 }
 
+namespace {
+
+zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
+  if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;
+  const bool gather = op == plan::CollectiveOp::kAllGather;
+  const bool hierarchical = plan.kind == plan::PlanKind::kHierarchicalAllGather ||
+                            plan.kind == plan::PlanKind::kHpzHitAllGather;
+  return gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz;
+}
+
+}  // namespace
+
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) {
     stats_.AddPassThrough(plan.reason, input_bytes);
     return;
   }
-  const bool gather = op == plan::CollectiveOp::kAllGather;
-  const bool hierarchical = plan.kind == plan::PlanKind::kHierarchicalAllGather ||
-                            plan.kind == plan::PlanKind::kHpzHitAllGather;
-  stats_.AddCall(gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz, input_bytes);
+  stats_.AddCall(PathOf(plan, op), input_bytes);
+}
+
+void Engine::CountLaunches(const plan::Plan& plan, plan::CollectiveOp op,
+                           const LaunchCounts& before) {
+  const LaunchCounts after = backend_.launches();
+  stats_.AddLaunches(PathOf(plan, op), after.kernels - before.kernels,
+                     after.collectives - before.collectives);
 }
 
 plan::Plan Engine::Decide(const plan::Call& call) const {
@@ -62,17 +78,21 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
             plan::PlanKindName(plan.kind).data());
   // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
   // cache decides between the fill and the intra-node-only hit.
+  const LaunchCounts before = backend_.launches();
   if (plan.kind == plan::PlanKind::kHierarchicalAllGather) {
     PlanContext context{backend_, pool_, stream};
     plan::Plan ran = plan;
     const Result result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
     if (chosen != nullptr) *chosen = ran;
     Count(ran, args.count * plan::DtypeBytes(args.dtype), call.op);
+    CountLaunches(ran, call.op, before);
     return result;
   }
   if (chosen != nullptr) *chosen = plan;
   Count(plan, args.count * plan::DtypeBytes(args.dtype), call.op);
-  return RunAllGather(plan, args, stream);
+  const Result result = RunAllGather(plan, args, stream);
+  CountLaunches(plan, call.op, before);
+  return result;
 }
 
 Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
@@ -82,12 +102,15 @@ Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& ar
             plan::PlanKindName(plan.kind).data());
   if (chosen != nullptr) *chosen = plan;
   Count(plan, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
-  ZPP_CHECK(RunReduceScatter(plan, args, stream));
-  if (args.reduction == plan::Reduction::kPreMulSum && args.premul_device != nullptr) {
-    ZPP_CHECK(backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
-                                           stream));
+  const LaunchCounts before = backend_.launches();
+  Result result = RunReduceScatter(plan, args, stream);
+  if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
+      args.premul_device != nullptr) {
+    result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
+                                          stream);
   }
-  return ncclSuccess;
+  CountLaunches(plan, call.op, before);
+  return result;
 }
 
 Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {

@@ -60,6 +60,8 @@ class Engine {
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
   Result RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream);
   void Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op);
+  // What the plan's run enqueued since `before`, into its path's launch counts.
+  void CountLaunches(const plan::Plan& plan, plan::CollectiveOp op, const LaunchCounts& before);
 
   Backend& backend_;
   const plan::Shape shape_;

@@ -1,69 +1,9 @@
 #include "engine/reduce_scatter_plans.h"
 
-#include <span>
-#include <vector>
-
 #include "codec/codec.h"
 
 namespace zpp::engine {
 namespace {
-
-using Pieces = std::vector<std::span<const std::byte>>;
-
-// Quantizes chunk `chunk` of the input into `piece`.
-Result QuantizeChunk(PlanContext& context, const ReduceScatterArgs& args, size_t chunk,
-                     const codec::Format& format, std::byte* piece, size_t piece_bytes) {
-  const size_t element = plan::DtypeBytes(args.dtype);
-  const void* data = static_cast<const std::byte*>(args.send) + chunk * args.count * element;
-  return context.backend.Quantize({data, args.dtype, args.count}, format, codec::Rounding{},
-                                  {piece, piece_bytes}, context.stream);
-}
-
-// `count` pieces of `piece_bytes` starting at `first`, `stride` pieces apart.
-Pieces PieceList(const std::byte* first, size_t piece_bytes, int count, size_t stride) {
-  Pieces pieces;
-  pieces.reserve(count);
-  for (int i = 0; i < count; ++i)
-    pieces.emplace_back(first + i * stride * piece_bytes, piece_bytes);
-  return pieces;
-}
-
-// Stage one of the hierarchical plans: after it, `received[peer][d]` (d over `destinations`
-// pieces) is local peer `peer`'s piece of the chunk of destination d of this rank's local rank,
-// destinations in node order. `chunk_of(local, d)` is the input chunk of that destination.
-template <typename ChunkOf>
-Result IntraNodeExchange(PlanContext& context, const ReduceScatterArgs& args,
-                         const codec::Format& format, int destinations, ChunkOf chunk_of,
-                         Staging& staging, std::byte** received) {
-  Backend& backend = context.backend;
-  const int locals = backend.GroupSize(GroupKind::kIntraNode);
-  const size_t piece = codec::PieceBytes(args.count, args.dtype, format);
-  std::byte* send = nullptr;
-  ZPP_CHECK(staging.Take(piece * destinations * locals, &send));
-  ZPP_CHECK(staging.Take(piece * destinations * locals, received));
-  for (int local = 0; local < locals; ++local) {
-    for (int d = 0; d < destinations; ++d) {
-      ZPP_CHECK(QuantizeChunk(context, args, chunk_of(local, d), format,
-                              send + (local * destinations + d) * piece, piece));
-    }
-  }
-  return backend.AllToAll(send, *received, piece * destinations, GroupKind::kIntraNode,
-                          context.stream);
-}
-
-// Sums, for every destination d, the locals' pieces received[*][d] and requantizes the sum in
-// `out_format` into out[d].
-Result ReduceRequantize(PlanContext& context, const std::byte* received, int locals,
-                        int destinations, size_t count, const codec::Format& in_format,
-                        size_t in_piece, const codec::Format& out_format, std::byte* out,
-                        size_t out_piece) {
-  for (int d = 0; d < destinations; ++d) {
-    ZPP_CHECK(context.backend.DequantizeReduceRequantize(
-        PieceList(received + d * in_piece, in_piece, locals, destinations), count, in_format,
-        out_format, codec::Rounding{}, {out + d * out_piece, out_piece}, context.stream));
-  }
-  return ncclSuccess;
-}
 
 // One quantization level of a plan: its format and the bytes of one chunk's piece.
 struct Level {
@@ -76,28 +16,81 @@ Level LevelOf(const plan::Plan& plan, int bits, const ReduceScatterArgs& args) {
   return {format, codec::PieceBytes(args.count, args.dtype, format)};
 }
 
+// Every chunk of the input quantized in one batch: item i of `map` (`from` in chunks, `to` in
+// pieces) takes chunk from(i) into piece to(i) of `pieces`.
+Result QuantizeChunks(PlanContext& context, const ReduceScatterArgs& args, const Level& level,
+                      codec::BatchMap map, std::byte* pieces) {
+  const int ranks = context.backend.GroupSize(GroupKind::kWorld);
+  for (int k = 0; k < codec::BatchMap::kDigits; ++k) {
+    map.from[k] *= args.count;
+    map.to[k] *= level.piece;
+  }
+  return context.backend.QuantizeBatch({args.send, args.dtype, args.count * ranks}, args.count, map,
+                                       level.format, codec::Rounding{},
+                                       {pieces, level.piece * ranks}, context.stream);
+}
+
+// Stage one of the hierarchical plans: after it, `received[peer][d]` (d over `destinations`
+// pieces) is local peer `peer`'s piece of the chunk of destination d of this rank's local rank,
+// destinations in node order. `chunks` maps (local, d), as item local x destinations + d, to
+// the input chunk of that destination (BatchMap in chunk and piece units). `send` and
+// `received` hold intra.piece x destinations x locals bytes.
+Result IntraNodeExchange(PlanContext& context, const ReduceScatterArgs& args, const Level& intra,
+                         int destinations, const codec::BatchMap& chunks, std::byte* send,
+                         std::byte* received) {
+  ZPP_CHECK(QuantizeChunks(context, args, intra, chunks, send));
+  return context.backend.AllToAll(send, received, intra.piece * destinations, GroupKind::kIntraNode,
+                                  context.stream);
+}
+
+// Sums, for every destination d, the `peers` pieces received[*][d] and requantizes each sum in
+// `out` into out_pieces[d], in one batch.
+Result ReduceRequantize(PlanContext& context, const std::byte* received, int peers,
+                        int destinations, size_t count, const Level& in, const Level& out,
+                        std::byte* out_pieces) {
+  const codec::ReduceBatch batch{static_cast<uint32_t>(destinations), static_cast<uint32_t>(peers),
+                                 in.piece, in.piece * destinations};
+  return context.backend.DequantizeReduceRequantizeBatch(
+      {received, in.piece * destinations * peers}, batch, count, in.format, out.format,
+      codec::Rounding{}, {out_pieces, out.piece * destinations}, context.stream);
+}
+
+// The hierarchical plans' buffers, all taken before any work is enqueued: a buffer the pool
+// cannot give then fails the call before this rank enters a collective its peers wait in.
+struct StageBuffers {
+  std::byte* send = nullptr;       // stage one's quantized chunks
+  std::byte* received = nullptr;   // and what the intra-node exchange brings
+  std::byte* node_sums = nullptr;  // this node's sum per destination, requantized
+};
+
+Result TakeStageBuffers(Staging& staging, const Level& intra, const Level& inter, int destinations,
+                        int locals, StageBuffers* buffers) {
+  const size_t exchange = intra.piece * destinations * locals;
+  ZPP_CHECK(staging.Take(exchange, &buffers->send));
+  ZPP_CHECK(staging.Take(exchange, &buffers->received));
+  return staging.Take(inter.piece * destinations, &buffers->node_sums);
+}
+
 // The hierarchical plans' first two stages: the intra-node exchange (see IntraNodeExchange),
 // then each destination's sum over this node, requantized at `inter` into node_sums[d].
-template <typename ChunkOf>
 Result NodeSums(PlanContext& context, const ReduceScatterArgs& args, const Level& intra,
-                const Level& inter, int destinations, ChunkOf chunk_of, Staging& staging,
-                std::byte** node_sums) {
+                const Level& inter, int destinations, const codec::BatchMap& chunks,
+                const StageBuffers& buffers) {
   const int locals = context.backend.GroupSize(GroupKind::kIntraNode);
-  std::byte* received = nullptr;
-  ZPP_CHECK(
-      IntraNodeExchange(context, args, intra.format, destinations, chunk_of, staging, &received));
-  ZPP_CHECK(staging.Take(inter.piece * destinations, node_sums));
-  return ReduceRequantize(context, received, locals, destinations, args.count, intra.format,
-                          intra.piece, inter.format, *node_sums, inter.piece);
+  ZPP_CHECK(IntraNodeExchange(context, args, intra, destinations, chunks, buffers.send,
+                              buffers.received));
+  return ReduceRequantize(context, buffers.received, locals, destinations, args.count, intra, inter,
+                          buffers.node_sums);
 }
 
 // The last stage of every plan: the `peers` pieces received for this rank's chunk, summed,
 // scaled for the op, into the output.
 Result SumInto(PlanContext& context, const ReduceScatterArgs& args, const std::byte* received,
                int peers, const Level& level, int ranks) {
-  return context.backend.DequantizeReduce(PieceList(received, level.piece, peers, 1), args.count,
-                                          level.format, ScaleAfterSum(args, ranks),
-                                          {args.recv, args.dtype, args.count}, context.stream);
+  const codec::ReduceBatch batch{1, static_cast<uint32_t>(peers), 0, level.piece};
+  return context.backend.DequantizeReduceBatch({received, level.piece * peers}, batch, args.count,
+                                               level.format, ScaleAfterSum(args, ranks),
+                                               {args.recv, args.dtype, args.count}, context.stream);
 }
 
 }  // namespace
@@ -123,9 +116,7 @@ Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,
   std::byte* received = nullptr;
   ZPP_CHECK(staging.Take(level.piece * ranks, &send));
   ZPP_CHECK(staging.Take(level.piece * ranks, &received));
-  for (int r = 0; r < ranks; ++r) {
-    ZPP_CHECK(QuantizeChunk(context, args, r, level.format, send + r * level.piece, level.piece));
-  }
+  ZPP_CHECK(QuantizeChunks(context, args, level, codec::BatchMap::Strided(ranks, 1, 1), send));
   ZPP_CHECK(
       context.backend.AllToAll(send, received, level.piece, GroupKind::kWorld, context.stream));
   ZPP_CHECK(SumInto(context, args, received, ranks, level, ranks));
@@ -140,16 +131,22 @@ Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& p
   const Level intra = LevelOf(plan, plan.bits_intra, args);
   const Level inter = LevelOf(plan, plan.bits_inter, args);
   Staging staging(context);
-  std::byte* node_sums = nullptr;
-  ZPP_CHECK(NodeSums(
-      context, args, intra, inter, nodes,
-      [&](int local, int node) { return static_cast<size_t>(node * locals + local); }, staging,
-      &node_sums));
-  // One node sum to each node: remote_sums[node] is that node's sum for this rank's chunk.
+  StageBuffers buffers;
   std::byte* remote_sums = nullptr;
+  ZPP_CHECK(TakeStageBuffers(staging, intra, inter, nodes, locals, &buffers));
   ZPP_CHECK(staging.Take(inter.piece * nodes, &remote_sums));
-  ZPP_CHECK(
-      backend.AllToAll(node_sums, remote_sums, inter.piece, GroupKind::kInterNode, context.stream));
+  // Item local x nodes + node takes chunk node x locals + local.
+  codec::BatchMap chunks;
+  chunks.radix[1] = static_cast<uint32_t>(locals);
+  chunks.radix[2] = static_cast<uint32_t>(nodes);
+  chunks.from[1] = 1;
+  chunks.from[2] = static_cast<uint64_t>(locals);
+  chunks.to[1] = static_cast<uint64_t>(nodes);
+  chunks.to[2] = 1;
+  ZPP_CHECK(NodeSums(context, args, intra, inter, nodes, chunks, buffers));
+  // One node sum to each node: remote_sums[node] is that node's sum for this rank's chunk.
+  ZPP_CHECK(backend.AllToAll(buffers.node_sums, remote_sums, inter.piece, GroupKind::kInterNode,
+                             context.stream));
   ZPP_CHECK(SumInto(context, args, remote_sums, nodes, inter, nodes * locals));
   return staging.Finish();
 }
@@ -164,29 +161,34 @@ Result RunQgzThreeLevelReduceScatter(PlanContext& context, const plan::Plan& pla
   const Level intra = LevelOf(plan, plan.bits_intra, args);
   const Level inter = LevelOf(plan, plan.bits_inter, args);
   Staging staging(context);
-  // Stage 1: destinations are all nodes, ordered node-in-rack major so that stage 2 sends
-  // contiguous runs: destination d = position x racks + rack, node = rack x per_rack + position.
-  std::byte* node_sums = nullptr;
-  ZPP_CHECK(NodeSums(
-      context, args, intra, inter, nodes,
-      [&](int local, int d) {
-        const int position = d / racks;
-        const int rack = d % racks;
-        return static_cast<size_t>((rack * nodes_per_rack + position) * locals + local);
-      },
-      staging, &node_sums));
-  // Stage 2: to the node at each position of this rack, the sums for that position in every
-  // rack. rack_received[position][rack] is then that node's sum for (rack, my position).
+  StageBuffers buffers;
   std::byte* rack_received = nullptr;
-  ZPP_CHECK(staging.Take(inter.piece * nodes, &rack_received));
-  ZPP_CHECK(backend.AllToAll(node_sums, rack_received, inter.piece * racks, GroupKind::kIntraRack,
-                             context.stream));
   std::byte* rack_sums = nullptr;
   std::byte* remote_sums = nullptr;
+  ZPP_CHECK(TakeStageBuffers(staging, intra, inter, nodes, locals, &buffers));
+  ZPP_CHECK(staging.Take(inter.piece * nodes, &rack_received));
   ZPP_CHECK(staging.Take(inter.piece * racks, &rack_sums));
   ZPP_CHECK(staging.Take(inter.piece * racks, &remote_sums));
-  ZPP_CHECK(ReduceRequantize(context, rack_received, nodes_per_rack, racks, args.count,
-                             inter.format, inter.piece, inter.format, rack_sums, inter.piece));
+  // Stage 1: destinations are all nodes, ordered node-in-rack major so that stage 2 sends
+  // contiguous runs: destination d = position x racks + rack, node = rack x per_rack + position.
+  // Item (local, position, rack) takes chunk (rack x per_rack + position) x locals + local.
+  codec::BatchMap chunks;
+  chunks.radix[0] = static_cast<uint32_t>(locals);
+  chunks.radix[1] = static_cast<uint32_t>(nodes_per_rack);
+  chunks.radix[2] = static_cast<uint32_t>(racks);
+  chunks.from[0] = 1;
+  chunks.from[1] = static_cast<uint64_t>(locals);
+  chunks.from[2] = static_cast<uint64_t>(nodes_per_rack) * locals;
+  chunks.to[0] = static_cast<uint64_t>(nodes);
+  chunks.to[1] = static_cast<uint64_t>(racks);
+  chunks.to[2] = 1;
+  ZPP_CHECK(NodeSums(context, args, intra, inter, nodes, chunks, buffers));
+  // Stage 2: to the node at each position of this rack, the sums for that position in every
+  // rack. rack_received[position][rack] is then that node's sum for (rack, my position).
+  ZPP_CHECK(backend.AllToAll(buffers.node_sums, rack_received, inter.piece * racks,
+                             GroupKind::kIntraRack, context.stream));
+  ZPP_CHECK(ReduceRequantize(context, rack_received, nodes_per_rack, racks, args.count, inter,
+                             inter, rack_sums));
   // Stage 3: one rack sum to each rack.
   ZPP_CHECK(
       backend.AllToAll(rack_sums, remote_sums, inter.piece, GroupKind::kInterRack, context.stream));

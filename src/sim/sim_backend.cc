@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "codec/batch.h"
 #include "codec/codec.h"
 #include "codec/element_io.h"
 
@@ -77,6 +78,7 @@ void SimBackend::SetStreamDelayForTesting(Stream& stream, std::chrono::microseco
 }
 
 Result SimBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) {
+  kernels_.fetch_add(1, std::memory_order_relaxed);
   AsSim(stream).Enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
   return ncclSuccess;
 }
@@ -111,6 +113,7 @@ transport::GroupView SimBackend::ViewOf(GroupKind kind) const {
 }
 
 Result SimBackend::LaunchCollective(Stream& stream, std::function<Result()> work) {
+  collectives_.fetch_add(1, std::memory_order_relaxed);
   const int earlier = transport_error_->load();
   if (earlier != ncclSuccess) return static_cast<Result>(earlier);
   AsSim(stream).Enqueue([error = transport_error_, work = std::move(work)] {
@@ -156,6 +159,7 @@ Result SimBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKin
 namespace zpp::sim {
 
 Result SimBackend::LaunchChecked(Stream& stream, std::function<Result()> work) {
+  kernels_.fetch_add(1, std::memory_order_relaxed);
   // A failure inside earlier device work is sticky, as a CUDA error is.
   const int earlier = device_error_->load();
   if (earlier != ncclSuccess) return static_cast<Result>(earlier);
@@ -196,39 +200,43 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   });
 }
 
-Result SimBackend::Quantize(codec::ConstTensorView input, const codec::Format& format,
-                            const codec::Rounding& rounding, std::span<std::byte> piece,
-                            Stream& stream) {
-  return LaunchChecked(stream, [=] { return codec::Quantize(input, format, rounding, piece); });
+Result SimBackend::QuantizeBatch(codec::ConstTensorView input, size_t count,
+                                 const codec::BatchMap& map, const codec::Format& format,
+                                 const codec::Rounding& rounding, std::span<std::byte> pieces,
+                                 Stream& stream) {
+  return LaunchChecked(
+      stream, [=] { return codec::QuantizeBatch(input, count, map, format, rounding, pieces); });
 }
 
-Result SimBackend::Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
-                              const codec::Format& format, codec::TensorView output,
-                              Stream& stream) {
-  return LaunchChecked(stream, [pieces = std::move(pieces), count, format, output] {
-    return codec::Dequantize(pieces, count, format, output);
+Result SimBackend::DequantizeBatch(std::span<const std::byte> pieces, size_t count,
+                                   const codec::BatchMap& map, const codec::Format& format,
+                                   codec::TensorView output, Stream& stream) {
+  return LaunchChecked(stream,
+                       [=] { return codec::DequantizeBatch(pieces, count, map, format, output); });
+}
+
+Result SimBackend::DequantizeReduceBatch(std::span<const std::byte> pieces,
+                                         const codec::ReduceBatch& batch, size_t count,
+                                         const codec::Format& format, float scale_after_sum,
+                                         codec::TensorView output, Stream& stream) {
+  return LaunchChecked(stream, [=] {
+    return codec::DequantizeReduceBatch(pieces, batch, count, format, scale_after_sum, output);
   });
 }
 
-Result SimBackend::DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
-                                    const codec::Format& format, float scale_after_sum,
-                                    codec::TensorView output, Stream& stream) {
-  return LaunchChecked(
-      stream, [pieces = std::move(pieces), count, format, scale_after_sum, output] {
-        return codec::DequantizeReduce(pieces, count, format, scale_after_sum, output);
-      });
+Result SimBackend::DequantizeReduceRequantizeBatch(
+    std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+    const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+    std::span<std::byte> out_pieces, Stream& stream) {
+  return LaunchChecked(stream, [=] {
+    return codec::DequantizeReduceRequantizeBatch(pieces, batch, count, format, 1.0f, out_format,
+                                                  rounding, out_pieces);
+  });
 }
 
-Result SimBackend::DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces,
-                                              size_t count, const codec::Format& format,
-                                              const codec::Format& out_format,
-                                              const codec::Rounding& rounding,
-                                              std::span<std::byte> out_piece, Stream& stream) {
-  return LaunchChecked(
-      stream, [pieces = std::move(pieces), count, format, out_format, rounding, out_piece] {
-        return codec::DequantizeReduceRequantize(pieces, count, format, 1.0f, out_format, rounding,
-                                                 out_piece);
-      });
+Result SimBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
+                             const codec::BatchMap& map, Stream& stream) {
+  return LaunchChecked(stream, [=] { return codec::CopyBatch(src, dst, bytes, map); });
 }
 
 }  // namespace zpp::sim
@@ -236,6 +244,7 @@ Result SimBackend::DequantizeReduceRequantize(std::vector<std::span<const std::b
 namespace zpp::sim {
 
 Result SimBackend::CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) {
+  kernels_.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::byte> copy(static_cast<const std::byte*>(src),
                               static_cast<const std::byte*>(src) + bytes);
   AsSim(stream).Enqueue(

@@ -19,6 +19,9 @@ class SimBackend final : public Backend {
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_.world_size(); }
+  LaunchCounts launches() const override {
+    return {kernels_.load(std::memory_order_relaxed), collectives_.load(std::memory_order_relaxed)};
+  }
   int GroupRank(GroupKind kind) const override { return group(kind).my_index; }
   int GroupSize(GroupKind kind) const override {
     return static_cast<int>(group(kind).members.size());
@@ -48,18 +51,23 @@ class SimBackend final : public Backend {
   Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
                            bool poison, uint32_t* failures, Stream& stream) override;
   Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;
-  Result Quantize(codec::ConstTensorView input, const codec::Format& format,
-                  const codec::Rounding& rounding, std::span<std::byte> piece,
-                  Stream& stream) override;
-  Result Dequantize(std::vector<codec::PlacedPiece> pieces, size_t count,
-                    const codec::Format& format, codec::TensorView output, Stream& stream) override;
-  Result DequantizeReduce(std::vector<std::span<const std::byte>> pieces, size_t count,
-                          const codec::Format& format, float scale_after_sum,
-                          codec::TensorView output, Stream& stream) override;
-  Result DequantizeReduceRequantize(std::vector<std::span<const std::byte>> pieces, size_t count,
-                                    const codec::Format& format, const codec::Format& out_format,
-                                    const codec::Rounding& rounding, std::span<std::byte> out_piece,
-                                    Stream& stream) override;
+  Result QuantizeBatch(codec::ConstTensorView input, size_t count, const codec::BatchMap& map,
+                       const codec::Format& format, const codec::Rounding& rounding,
+                       std::span<std::byte> pieces, Stream& stream) override;
+  Result DequantizeBatch(std::span<const std::byte> pieces, size_t count,
+                         const codec::BatchMap& map, const codec::Format& format,
+                         codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduceBatch(std::span<const std::byte> pieces, const codec::ReduceBatch& batch,
+                               size_t count, const codec::Format& format, float scale_after_sum,
+                               codec::TensorView output, Stream& stream) override;
+  Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces,
+                                         const codec::ReduceBatch& batch, size_t count,
+                                         const codec::Format& format,
+                                         const codec::Format& out_format,
+                                         const codec::Rounding& rounding,
+                                         std::span<std::byte> out_pieces, Stream& stream) override;
+  Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
+                   const codec::BatchMap& map, Stream& stream) override;
 
   // Device work given as host code (the sim's kernels: the CPU codec reference runs this way).
   void Launch(Stream& stream, std::function<void()> work);
@@ -96,6 +104,8 @@ class SimBackend final : public Backend {
   SimWorld::Sequences& sequences_;
   std::shared_ptr<std::atomic<int>> device_error_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<std::atomic<int>> transport_error_ = std::make_shared<std::atomic<int>>(0);
+  std::atomic<uint64_t> kernels_{0};
+  std::atomic<uint64_t> collectives_{0};
 };
 
 }  // namespace zpp::sim

@@ -35,10 +35,18 @@ void StatsCounters::AddHpzVerifyFailures(uint64_t n) {
   if (parent_ != nullptr) parent_->AddHpzVerifyFailures(n);
 }
 
+void StatsCounters::AddLaunches(zppPath_t path, uint64_t kernels, uint64_t collectives) {
+  kernel_launches_[path].fetch_add(kernels, std::memory_order_relaxed);
+  collective_launches_[path].fetch_add(collectives, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddLaunches(path, kernels, collectives);
+}
+
 void StatsCounters::Snapshot(zppStats_t* out) const {
   for (int i = 0; i < zppNumPaths; ++i) {
     out->calls[i] = calls_[i].load(std::memory_order_relaxed);
     out->input_bytes[i] = input_bytes_[i].load(std::memory_order_relaxed);
+    out->kernel_launches[i] = kernel_launches_[i].load(std::memory_order_relaxed);
+    out->collective_launches[i] = collective_launches_[i].load(std::memory_order_relaxed);
   }
   for (int i = 0; i < zppNumReasons; ++i) {
     out->passthrough[i] = passthrough_[i].load(std::memory_order_relaxed);

@@ -22,6 +22,8 @@ class StatsCounters {
   void AddHpzHit();
   void AddHpzMiss();
   void AddHpzVerifyFailures(uint64_t n);
+  // Kernels and collectives a plan of `path` enqueued.
+  void AddLaunches(zppPath_t path, uint64_t kernels, uint64_t collectives);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -34,6 +36,8 @@ class StatsCounters {
   std::atomic<uint64_t> hpz_hits_{0};
   std::atomic<uint64_t> hpz_misses_{0};
   std::atomic<uint64_t> hpz_verify_failures_{0};
+  std::array<std::atomic<uint64_t>, zppNumPaths> kernel_launches_{};
+  std::array<std::atomic<uint64_t>, zppNumPaths> collective_launches_{};
   StatsCounters* const parent_;
 };
 

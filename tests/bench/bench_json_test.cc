@@ -29,7 +29,9 @@ const char* const kRowFields[] = {"op",
                                   "bytes_inter_rack",
                                   "rel_l2_err",
                                   "max_abs_err",
-                                  "wrong"};
+                                  "wrong",
+                                  "kernel_launches",
+                                  "collective_launches"};
 const char* const kStepFields[] = {"model", "config", "inter_node_bytes_per_step",
                                    "relative_volume", "rel_l2_err"};
 
@@ -100,6 +102,11 @@ TEST_F(BenchJsonTest, RowsHaveEveryFieldWithItsType) {
       EXPECT_GE(row[field].get<double>(), 0.0) << field << row;
     }
     EXPECT_GT(row["time_us"].get<double>(), 0.0) << row;
+    // The sim counts launches: a pass-through is one collective and no kernel; a zpp plan at
+    // least one kernel (its codec).
+    ASSERT_TRUE(row["kernel_launches"].is_number() && row["collective_launches"].is_number())
+        << row;
+    EXPECT_EQ(row["kernel_launches"].get<double>() == 0.0, row["plan"] == "pass-through") << row;
     // busbw = algbw x (n-1)/n with n = 4; algbw = bytes / time.
     EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 3 / 4, 1e-9);
     EXPECT_NEAR(row["algbw_gbps"].get<double>(),
