@@ -35,7 +35,7 @@ struct FastDivide {
 };
 
 struct BatchPlaces {
-  uint32_t items = 1;  // at most 2^32 - 1 (the batch checks)
+  uint32_t items = 1;     // at most 2^32 - 1 (the batch checks)
   FastDivide by_fastest;  // radix[2]
   FastDivide by_middle;   // radix[1]
   uint64_t from[BatchMap::kDigits] = {0, 0, 0};
