@@ -28,7 +28,8 @@ REPORT=${MUTANTS_REPORT:-}
 JOBS=${JOBS:-$(nproc)}
 
 NAMES=() FILES=() ORIGINALS=() REPLACEMENTS=() TESTS=()
-# mutant NAME FILE ORIGINAL REPLACEMENT "BINARY=GTEST_FILTER ..." (binaries tried in order)
+# mutant NAME FILE ORIGINAL REPLACEMENT "BINARY=GTEST_FILTER[@SECONDS] ..." (binaries tried in
+# order; @SECONDS a timeout of its own, for a mutation that turns a failure into a hang)
 mutant() {
   NAMES+=("$1") FILES+=("$2") ORIGINALS+=("$3") REPLACEMENTS+=("$4") TESTS+=("$5")
 }
@@ -47,7 +48,7 @@ mutant fence-write-after-read src/fence/epoch_fence.cc \
   "zpp_fence_tests=*"
 mutant fence-read-after-write src/fence/epoch_fence.cc \
   '  return WaitFor(stream, last_write_);' \
-  '  return ncclSuccess;' \
+  '  return WaitFor(stream, StreamEvent{nullptr, nullptr});' \
   "zpp_fence_tests=*"
 # The staging buffers' own fence (issue 17, item 1).
 mutant fence-staging src/engine/plan_context.cc \
@@ -63,7 +64,7 @@ mutant fence-config-switch src/engine/engine.cc \
 # hpZ (src/engine/hpz_cache.cc, the sim's device check).
 mutant hpz-verification src/sim/sim_backend.cc \
   '    if (*now == *at_fill) return ncclSuccess;' \
-  '    if (true) return ncclSuccess;' \
+  '    if (now != nullptr && at_fill != nullptr) return ncclSuccess;' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
 mutant hpz-poisoning src/engine/hpz_cache.cc \
   '/*poison=*/true' \
@@ -149,6 +150,13 @@ mutant decision-capture plugin/collective_hooks.cc \
   '  if (false && zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);' \
   "zpp_plugin_decision_tests=*"
 
+# "Never hangs" (item 6): the sim rendezvous waiting without its deadline; the deadline tests
+# then hang, and their own short timeout shows it.
+mutant sim-rendezvous-deadline src/sim/rendezvous.cc \
+  '      changed_.wait_for(lock, deadline_, [&] { return slot.broken || slot.arrived == members_; });' \
+  '      (changed_.wait(lock, [&] { return slot.broken || slot.arrived == members_; }), true);' \
+  "zpp_sim_deadline_tests=*@30"
+
 # Same decision on every rank: the settings every rank must share are compared across ranks.
 mutant same-decision-config-agreement src/engine/config_agreement.cc \
   'const int64_t other = all[r * kAgreed.size() + i];' \
@@ -219,23 +227,34 @@ build() {  # build TARGET... (quiet; the log on failure)
 }
 
 run_tests() {  # run_tests INDEX -> prints "binary: Test.Name" of the first failure, or nothing
-  local spec binary filter out status failed
+  local spec
   for spec in ${TESTS[$1]}; do
-    binary=${spec%%=*}
-    filter=${spec#*=}
-    out=$(timeout "$TIMEOUT" "$BUILD/bin/$binary" --gtest_filter="$filter" --gtest_brief=1 2>&1)
-    status=$?
-    if ((status != 0)); then
-      failed=$(grep -m1 -oE '^\[  FAILED  \] [A-Za-z0-9_/.]+' <<<"$out" | sed 's/^\[  FAILED  \] //')
-      if ((status == 124)); then
-        failed="timed out after ${TIMEOUT}s"
-      elif [[ -z $failed ]]; then
-        failed="exit status $status"
-      fi
-      printf '%s: %s' "$binary" "$failed"
-      return
-    fi
+    run_spec "$spec" && continue
+    return
   done
+}
+
+# run_spec BINARY=FILTER[@SECONDS]: status 0 when it passes, else prints what failed.
+run_spec() {
+  local spec=$1 binary filter seconds=$TIMEOUT out status failed
+  binary=${spec%%=*}
+  filter=${spec#*=}
+  if [[ $filter == *@* ]]; then
+    seconds=${filter##*@}
+    filter=${filter%@*}
+  fi
+  out=$(timeout "$seconds" "$BUILD/bin/$binary" --gtest_filter="$filter" --gtest_brief=1 2>&1)
+  status=$?
+  if ((status != 0)); then
+    failed=$(grep -m1 -oE '^\[  FAILED  \] [A-Za-z0-9_/.]+' <<<"$out" | sed 's/^\[  FAILED  \] //')
+    if ((status == 124)); then
+      failed="timed out after ${seconds}s"
+    elif [[ -z $failed ]]; then
+      failed="exit status $status"
+    fi
+    printf '%s: %s' "$binary" "$failed"
+    return 1
+  fi
 }
 
 start=$(date +%s)
@@ -255,10 +274,15 @@ for i in "${selected[@]}"; do
 done
 say "mutants: building ${targets[*]}"
 build "${targets[@]}" || { say "mutants: the unmutated build failed"; exit 2; }
+specs=()
 for i in "${selected[@]}"; do
-  failure=$(run_tests "$i")
-  if [[ -n $failure ]]; then
-    say "mutants: unmutated code fails the tests of ${NAMES[$i]} ($failure); fix that first"
+  for spec in ${TESTS[$i]}; do
+    [[ " ${specs[*]} " == *" $spec "* ]] || specs+=("$spec")
+  done
+done
+for spec in "${specs[@]}"; do
+  if ! failure=$(run_spec "$spec"); then
+    say "mutants: the unmutated code fails $spec ($failure); fix that first"
     exit 2
   fi
 done

@@ -8,6 +8,7 @@
 // (hpZ's race test cannot show this: its secondary partition has a fence of its own.)
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <latch>
@@ -88,8 +89,9 @@ RaceResult RunTwoStreamQwz(const Config& config) {
               ncclSuccess);
     std::promise<void> second_done;
     backend.Launch(*fast, [&second_done] { second_done.set_value(); });
-    // Without the fence the second call completes at once; with it, it waits for the first.
-    if (second_done.get_future().wait_for(std::chrono::seconds(1)) == std::future_status::ready) {
+    // Without the fence the second call completes at once (2 s: room for a loaded machine or a
+    // sanitizer); with it, it waits for the first, held until every rank has looked.
+    if (second_done.get_future().wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
       ++early;
     }
     looked.count_down();
