@@ -338,7 +338,9 @@ if [[ -n $REPORT ]]; then
     echo
     echo "Each row breaks one contract on purpose (\`tools/mutants.sh\` lists the exact change and the"
     echo "tests expected to catch it) and names the first test that failed. Run $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "on commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')."
+    dirty=""
+    git -C "$ROOT" diff --quiet HEAD 2>/dev/null || dirty=" plus uncommitted changes"
+    echo "on commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$dirty."
     echo
     table
   } >"$REPORT"
