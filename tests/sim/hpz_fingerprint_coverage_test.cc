@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "codec/element_io.h"
@@ -127,7 +129,14 @@ TEST_P(HpzFingerprintCoverageTest, LastElementChangedBeforeAWouldBeReuseIsCounte
 INSTANTIATE_TEST_SUITE_P(Dtypes, HpzFingerprintCoverageTest,
                          ::testing::Combine(::testing::Values(ncclFloat32, ncclFloat16,
                                                               ncclBfloat16),
-                                            ::testing::Bool()));
+                                            ::testing::Bool()),
+                         [](const auto& param) {
+                           const ncclDataType_t dtype = std::get<0>(param.param);
+                           const std::string name = dtype == ncclFloat32   ? "fp32"
+                                                    : dtype == ncclFloat16 ? "fp16"
+                                                                           : "bf16";
+                           return name + (std::get<1>(param.param) ? "_qwz8" : "");
+                         });
 
 }  // namespace
 }  // namespace zpp
