@@ -333,13 +333,16 @@ table() {
 echo
 table
 if [[ -n $REPORT ]]; then
+  # Whether the tree differed from its commit (the report itself aside): read before the report
+  # is truncated below.
+  dirty=""
+  git -C "$ROOT" diff --quiet HEAD -- . ":(exclude)${REPORT#"$ROOT"/}" 2>/dev/null ||
+    dirty=" plus uncommitted changes"
   {
     echo "# make mutants"
     echo
     echo "Each row breaks one contract on purpose (\`tools/mutants.sh\` lists the exact change and the"
     echo "tests expected to catch it) and names the first test that failed. Run $(date -u '+%Y-%m-%d %H:%M UTC')"
-    dirty=""
-    git -C "$ROOT" diff --quiet HEAD 2>/dev/null || dirty=" plus uncommitted changes"
     echo "on commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$dirty."
     echo
     table
