@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure --timeout 600 -j $(JOBS)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps test demo bench asan tsan fuzz format readme-env clean
+.PHONY: all build deps test demo bench mutants asan tsan fuzz format readme-env clean
 
 all: build
 
@@ -39,6 +39,11 @@ demo: build
 bench: build
 	@cd build && ctest $(CTEST_FLAGS) -L bench
 
+# Breaks each key contract on purpose and checks that a test catches it (tools/mutants.sh, its
+# own incremental build in build-mutants/; not part of `make test`: about 20 minutes).
+mutants: build
+	@bash tools/mutants.sh
+
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps
 	$(call configure,build-asan,-DZPP_SANITIZER=address -DZPP_ENABLE_CUDA=OFF -DZPP_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
@@ -68,4 +73,4 @@ readme-env: build
 	@python3 tools/update_readme_env.py README.md build/bin/zpp-env
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-mutants

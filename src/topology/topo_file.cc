@@ -109,8 +109,12 @@ TopoFileParse ParseTopoFile(std::string_view contents, std::string_view path) {
 }
 
 TopoFileParse LoadTopoFile(const std::string& path) {
+  return LoadTopoFile(path, [](const std::string& name) { return std::fopen(name.c_str(), "rb"); });
+}
+
+TopoFileParse LoadTopoFile(const std::string& path, const FileOpener& open) {
   TopoFileParse result;
-  FILE* stream = std::fopen(path.c_str(), "rb");
+  FILE* stream = open(path);
   if (stream == nullptr) {
     result.errors.push_back(StrCat(path, ": cannot open (", std::strerror(errno), ")"));
     return result;

@@ -3,6 +3,8 @@
 // is wrong in one line may be wrong in others and a wrong rack map is worse than none.
 #pragma once
 
+#include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,5 +36,10 @@ TopoFileParse ParseTopoFile(std::string_view contents, std::string_view path);
 
 // Reads and parses; a missing, unreadable or oversized file is one error naming the path.
 TopoFileParse LoadTopoFile(const std::string& path);
+
+// The same with `open` in place of fopen(path, "rb") (nullptr with errno set on failure): the
+// seam that lets tests run "permission denied" as root, which reads any file.
+using FileOpener = std::function<FILE*(const std::string& path)>;
+TopoFileParse LoadTopoFile(const std::string& path, const FileOpener& open);
 
 }  // namespace zpp::topology

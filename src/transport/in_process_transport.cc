@@ -2,62 +2,103 @@
 
 #include <cstring>
 
+#include "config/config.h"
+#include "log/log.h"
+
 namespace zpp::transport {
+namespace {
+
+const char* GroupName(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kWorld:
+      return "world";
+    case GroupKind::kIntraNode:
+      return "intra-node";
+    case GroupKind::kInterNode:
+      return "inter-node";
+    case GroupKind::kIntraRack:
+      return "intra-rack";
+    case GroupKind::kInterRack:
+      return "inter-rack";
+  }
+  return "?";
+}
+
+}  // namespace
+
+InProcessTransport::InProcessTransport() : deadline_(std::chrono::seconds(GetConfig().timeout)) {}
 
 sim::Rendezvous& InProcessTransport::GroupRendezvous(const GroupView& group) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = groups_[{group.kind, group.members.front()}];
-  if (!slot) slot = std::make_unique<sim::Rendezvous>(static_cast<int>(group.members.size()));
+  if (!slot) {
+    slot = std::make_unique<sim::Rendezvous>(static_cast<int>(group.members.size()), deadline_);
+  }
   return *slot;
 }
 
 sim::Rendezvous& InProcessTransport::PairRendezvous(int from, int to) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = pairs_[{from, to}];
-  if (!slot) slot = std::make_unique<sim::Rendezvous>(2);
+  if (!slot) slot = std::make_unique<sim::Rendezvous>(2, deadline_);
   return *slot;
 }
 
-Result InProcessTransport::AllGather(int, const GroupView& group, uint64_t sequence,
+Result InProcessTransport::Missed(const char* collective, GroupKind kind, int rank,
+                                  uint64_t sequence) const {
+  ZPP_WARN(
+      "sim: rank %d: %s #%llu on its %s group: the other members did not all come within %lld "
+      "ms (a rank skipped the call, or the ranks' plans differ); it fails with ncclRemoteError",
+      rank, collective, static_cast<unsigned long long>(sequence), GroupName(kind),
+      static_cast<long long>(deadline_.count()));
+  return ncclRemoteError;
+}
+
+Result InProcessTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
                                      const void* send, void* recv, size_t bytes) {
   sim::Rendezvous& rendezvous = GroupRendezvous(group);
-  const sim::Rendezvous::Buffers& all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  const sim::Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  if (all == nullptr) return Missed("all-gather", group.kind, rank, sequence);
   for (size_t peer = 0; peer < group.members.size(); ++peer) {
     char* dst = static_cast<char*>(recv) + peer * bytes;
-    if (all.send[peer] != dst) std::memmove(dst, all.send[peer], bytes);
+    if (all->send[peer] != dst) std::memmove(dst, all->send[peer], bytes);
   }
-  rendezvous.Depart(sequence);
+  if (!rendezvous.Depart(sequence)) return Missed("all-gather", group.kind, rank, sequence);
   return ncclSuccess;
 }
 
-Result InProcessTransport::AllToAll(int, const GroupView& group, uint64_t sequence,
+Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence,
                                     const void* send, void* recv, size_t bytes) {
   sim::Rendezvous& rendezvous = GroupRendezvous(group);
-  const sim::Rendezvous::Buffers& all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  const sim::Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  if (all == nullptr) return Missed("all-to-all", group.kind, rank, sequence);
   for (size_t peer = 0; peer < group.members.size(); ++peer) {
-    const char* src = static_cast<const char*>(all.send[peer]) + group.my_index * bytes;
+    const char* src = static_cast<const char*>(all->send[peer]) + group.my_index * bytes;
     std::memcpy(static_cast<char*>(recv) + peer * bytes, src, bytes);
   }
   // Every member has read this rank's send buffer: it may be overwritten (in-place callers).
-  rendezvous.Depart(sequence);
+  if (!rendezvous.Depart(sequence)) return Missed("all-to-all", group.kind, rank, sequence);
   return ncclSuccess;
 }
 
 // A message meets its receive in a two-member rendezvous: member 0 the sender, 1 the receiver.
-Result InProcessTransport::Send(int rank, GroupKind, int to, uint64_t sequence, const void* send,
-                                size_t) {
+Result InProcessTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence,
+                                const void* send, size_t) {
   sim::Rendezvous& pair = PairRendezvous(rank, to);
-  pair.Arrive(sequence, 0, send, nullptr);
-  pair.Depart(sequence);  // the receiver has copied: the send buffer may be reused
+  // Depart: the receiver has copied, so the send buffer may be reused.
+  if (pair.Arrive(sequence, 0, send, nullptr) == nullptr || !pair.Depart(sequence)) {
+    return Missed("send", kind, rank, sequence);
+  }
   return ncclSuccess;
 }
 
-Result InProcessTransport::Recv(int rank, GroupKind, int from, uint64_t sequence, void* recv,
+Result InProcessTransport::Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
                                 size_t bytes) {
   sim::Rendezvous& pair = PairRendezvous(from, rank);
-  const sim::Rendezvous::Buffers& both = pair.Arrive(sequence, 1, nullptr, recv);
-  std::memcpy(recv, both.send[0], bytes);
-  pair.Depart(sequence);
+  const sim::Rendezvous::Buffers* both = pair.Arrive(sequence, 1, nullptr, recv);
+  if (both == nullptr) return Missed("receive", kind, rank, sequence);
+  std::memcpy(recv, both->send[0], bytes);
+  if (!pair.Depart(sequence)) return Missed("receive", kind, rank, sequence);
   return ncclSuccess;
 }
 

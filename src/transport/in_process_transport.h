@@ -2,6 +2,7 @@
 // collective is a rendezvous where each member copies straight from the others' buffers.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,11 @@ namespace zpp::transport {
 
 class InProcessTransport final : public Transport {
  public:
+  // A member waits at most `deadline` for the others (by default ZPP_TIMEOUT), then its call
+  // fails with ncclRemoteError and a WARN naming the collective.
+  InProcessTransport();
+  explicit InProcessTransport(std::chrono::milliseconds deadline) : deadline_(deadline) {}
+
   Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
                    void* recv, size_t bytes) override;
   Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
@@ -27,6 +33,9 @@ class InProcessTransport final : public Transport {
   // A group is named by its kind and its first member; a pair by (from, to).
   sim::Rendezvous& GroupRendezvous(const GroupView& group);
   sim::Rendezvous& PairRendezvous(int from, int to);
+  Result Missed(const char* collective, GroupKind kind, int rank, uint64_t sequence) const;
+
+  const std::chrono::milliseconds deadline_;
 
   std::mutex mutex_;
   std::map<std::pair<GroupKind, int>, std::unique_ptr<sim::Rendezvous>> groups_;

@@ -48,8 +48,10 @@ TEST(StepModeTest, PlainIsExactlyThreeAndZeroPlusPlusAtMostPoint8) {
     EXPECT_EQ(zero.config, "zero++");
     EXPECT_LE(zero.relative_volume, 0.80) << model;
     EXPECT_GE(zero.relative_volume, 0.75) << model;  // int8 + int4 scales cost something
-    EXPECT_LT(zero.weight_rel_l2, 0.01) << model;    // int8 weights
-    EXPECT_LT(zero.gradient_rel_l2, 0.15) << model;  // int4 across nodes
+    // 1.2x the measured figures, which the mode's settings set (int8 weights; qgZ 8/4 on 2 nodes:
+    // int8 inside the node, int4 across, 0.127 on Gaussian data, less on these uniform ones).
+    EXPECT_LE(zero.weight_rel_l2, 1.2 * 0.0044) << model;    // measured 0.44% (both models)
+    EXPECT_LE(zero.gradient_rel_l2, 1.2 * 0.1131) << model;  // measured 11.31% (both models)
   }
 }
 

@@ -1,8 +1,8 @@
 // Every plan x dtype x bit width x size x topology on the simulated cluster. Lossless paths must
 // be bitwise equal to plain; lossy ones inside the codec's per-element bound (all-gather) or the
-// error budget against an fp64 reference (reduce-scatter); every rank's all-gather output the
-// same; the bytes each rank sends off its node exactly what the planner predicted, never more
-// than plain NCCL's ring.
+// error budget against an fp64 reference from the mode's settings (reduce-scatter, qgz_budget.h);
+// every rank's all-gather output the same; the bytes each rank sends off its node exactly what the
+// planner predicted, never more than plain NCCL's ring.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine_harness.h"
+#include "qgz_budget.h"
 #include "zpp/format.h"
 
 namespace zpp::test {
@@ -43,17 +44,6 @@ std::vector<Topology> Topologies() {
       {"uneven_3_4", Layout({0, 0, 0, 1, 1, 1, 1}, {0, 0})},
       {"interleaved_2x2", Layout({0, 1, 0, 1}, {0, 0})},
   };
-}
-
-double HalfUlpRelative(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclFloat16:
-      return std::ldexp(1.0, -11);
-    case ncclBfloat16:
-      return std::ldexp(1.0, -8);
-    default:
-      return std::ldexp(1.0, -24);
-  }
 }
 
 // |y - x| <= amax(block) / (2 qmax) + the output's rounding, per element of every shard.
@@ -96,24 +86,6 @@ double RelativeL2(const CollectiveRun& run, const CollectiveSpec& spec, double s
   return ref == 0 ? std::sqrt(err) : std::sqrt(err / ref);
 }
 
-// The relative L2 budget of a reduce-scatter plan: the codec's per-quantization figures on
-// Gaussian data (block 256: int8 0.80%, int4 16%, see tests/codec) for each level the partial
-// sums pass through, added, plus the output dtype's rounding.
-double ReduceScatterBudget(const plan::Plan& plan, ncclDataType_t dtype) {
-  auto level = [](int bits) { return bits == 8 ? 0.008 : 0.16; };
-  double budget = HalfUlpRelative(dtype) * 2 + 1e-6;
-  switch (plan.kind) {
-    case PlanKind::kQgzFlatReduceScatter:
-      return budget + level(plan.bits_inter);
-    case PlanKind::kQgzHierarchicalReduceScatter:
-      return budget + level(plan.bits_intra) + level(plan.bits_inter);
-    case PlanKind::kQgzThreeLevelReduceScatter:
-      return budget + level(plan.bits_intra) + 2 * level(plan.bits_inter);
-    default:
-      return budget + 1e-5;  // plain: fp32 accumulation
-  }
-}
-
 void CheckRun(const Topology& topology, const MatrixMode& mode, const CollectiveSpec& spec) {
   const plan::Shape shape = sim::ShapeOf(topology.layout);
   const CollectiveRun run = RunCollective(topology.layout, shape, mode.settings, spec);
@@ -136,8 +108,9 @@ void CheckRun(const Topology& topology, const MatrixMode& mode, const Collective
     for (int r = 1; r < n; ++r) {
       ASSERT_EQ(run.output[r], run.output[0]) << where << ": rank " << r << " differs from 0";
     }
-    const bool lossless = run.plan.kind == PlanKind::kPassThrough || run.plan.bits_inter == 0;
-    if (lossless) {
+    // The mode says lossy or not, and at which bits: never run.plan (a plan at the wrong bits
+    // must not widen its own bound). Pass-throughs of a lossy mode are exact, so inside it.
+    if (!mode.settings.qwz) {
       for (int r = 0; r < n; ++r) {
         for (size_t i = 0; i < spec.count; ++i) {
           ASSERT_EQ(ElementAt(run.output[0], spec.dtype, r * spec.count + i), run.input[r][i])
@@ -145,7 +118,7 @@ void CheckRun(const Topology& topology, const MatrixMode& mode, const Collective
         }
       }
     } else {
-      ExpectWithinBlockBound(run, spec, run.plan.block, run.plan.bits_inter, where);
+      ExpectWithinBlockBound(run, spec, mode.settings.block, mode.settings.qwz_bits, where);
     }
     return;
   }
@@ -153,7 +126,8 @@ void CheckRun(const Topology& topology, const MatrixMode& mode, const Collective
   if (spec.reduction == plan::Reduction::kAvg) scale = 1.0 / n;
   if (spec.reduction == plan::Reduction::kPreMulSum) scale = spec.premul;
   const double error = RelativeL2(run, spec, scale);
-  EXPECT_LE(error, ReduceScatterBudget(run.plan, spec.dtype)) << where;
+  // From the mode and the shape, never from run.plan: a wrong plan must not widen its budget.
+  EXPECT_LE(error, QgzBudget(mode.settings, shape, spec.dtype)) << where;
 }
 
 // A 4 MiB buffer; 256 KiB under the sanitizers, which check memory and threads, not sizes, and

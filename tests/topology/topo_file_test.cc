@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -132,8 +133,26 @@ TEST_F(TopoFileOnDiskTest, DirectoryIsUnreadable) {
   EXPECT_THAT(parsed.errors[0], HasSubstr(dir_ + ": cannot"));
 }
 
+// Runs everywhere, root included (CI runs as root): the open fails as it does for a user
+// without read permission.
+TEST_F(TopoFileOnDiskTest, OpenDeniedIsUnreadableEvenAsRoot) {
+  const std::string path = Write("secret", "node01 r1\n");
+  int opens = 0;
+  const TopoFileParse parsed = LoadTopoFile(path, [&opens](const std::string&) -> FILE* {
+    ++opens;
+    errno = EACCES;
+    return nullptr;
+  });
+  EXPECT_EQ(opens, 1);
+  EXPECT_FALSE(parsed.file);
+  EXPECT_THAT(parsed.errors, ElementsAre(path + ": cannot open (Permission denied)"));
+}
+
+// The same through the file system, where the user is not root.
 TEST_F(TopoFileOnDiskTest, FileWithoutReadPermissionIsUnreadable) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  if (geteuid() == 0)
+    GTEST_SKIP() << "root reads any file (OpenDeniedIsUnreadableEvenAsRoot "
+                    "covers the case there)";
   const std::string path = Write("secret", "node01 r1\n");
   ASSERT_EQ(chmod(path.c_str(), 0), 0);
   const TopoFileParse parsed = LoadTopoFile(path);

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# make mutants: breaks zpp's key contracts on purpose, one named mutation at a time, and checks
+# that the tests meant to guard each contract fail. A test earns its place by failing when the
+# feature breaks (DESIGN.md, "Tests"); this is that check, automated.
+#
+# For each mutation: replace its exact original text in its file (every occurrence), rebuild only
+# the test binaries it names (incremental, in build-mutants/, CUDA off: every mutation here is
+# host code), run them with their gtest filters under a per-binary timeout, stop at the first
+# binary that fails, and restore the file (always: a trap restores it on any exit). A mutation
+# whose text is no longer in its file stops the run before anything is built, "mutation no longer
+# applies": the code moved, update the list. Prints a table and writes it to
+# bench/results/mutants.md; exits 1 when a mutation survived (no test failed), 2 on a broken list
+# or build.
+#
+# Not part of `make test`: it rebuilds some 25 times (about 20 minutes on 2 cores).
+#   tools/mutants.sh                  # every mutation
+#   MUTANTS_ONLY='^fence' tools/mutants.sh   # the mutations whose name matches a regex
+# Environment: MUTANTS_BUILD (build folder), MUTANTS_TIMEOUT (seconds per test binary, 180),
+# MUTANTS_REPORT (the table's file; the default only for a full run), JOBS (build jobs).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${MUTANTS_BUILD:-$ROOT/build-mutants}
+TIMEOUT=${MUTANTS_TIMEOUT:-180}
+ONLY=${MUTANTS_ONLY:-}
+REPORT=${MUTANTS_REPORT:-}
+[[ -z $REPORT && -z $ONLY ]] && REPORT=$ROOT/bench/results/mutants.md
+JOBS=${JOBS:-$(nproc)}
+
+NAMES=() FILES=() ORIGINALS=() REPLACEMENTS=() TESTS=()
+# mutant NAME FILE ORIGINAL REPLACEMENT "BINARY=GTEST_FILTER[@SECONDS] ..." (binaries tried in
+# order; @SECONDS a timeout of its own, for a mutation that turns a failure into a hang)
+mutant() {
+  NAMES+=("$1") FILES+=("$2") ORIGINALS+=("$3") REPLACEMENTS+=("$4") TESTS+=("$5")
+}
+
+# ---- The list. Grouped by file, so that consecutive builds recompile little. ----
+
+# Fence (src/fence/epoch_fence.cc): a write waits for the last write and every read since;
+# a read waits for the last write.
+mutant fence-write-after-write src/fence/epoch_fence.cc \
+  $'  ZPP_CHECK(WaitFor(stream, last_write_));\n  for (const StreamEvent& read' \
+  $'  for (const StreamEvent& read' \
+  "zpp_fence_tests=EpochFence*:BufferPool* zpp_fence_staging_tests=*"
+mutant fence-write-after-read src/fence/epoch_fence.cc \
+  $'  for (const StreamEvent& read : reads_) ZPP_CHECK(WaitFor(stream, read));\n' \
+  '' \
+  "zpp_fence_tests=*"
+mutant fence-read-after-write src/fence/epoch_fence.cc \
+  '  return WaitFor(stream, last_write_);' \
+  '  return WaitFor(stream, StreamEvent{nullptr, nullptr});' \
+  "zpp_fence_tests=*"
+# The staging buffers' own fence (issue 17, item 1).
+mutant fence-staging src/engine/plan_context.cc \
+  $'  ZPP_CHECK(lease.fence().BeginWrite(context_.stream));\n' \
+  '' \
+  "zpp_fence_staging_tests=*"
+# ZPP_FENCE reaching the engine (item 2).
+mutant fence-config-switch src/engine/engine.cc \
+  'options.fence_enabled = config.fence != 0;' \
+  'options.fence_enabled = true;' \
+  "zpp_fence_staging_tests=*"
+
+# hpZ (src/engine/hpz_cache.cc, the sim's device check).
+mutant hpz-verification src/sim/sim_backend.cc \
+  '    if (*now == *at_fill) return ncclSuccess;' \
+  '    if (now != nullptr && at_fill != nullptr) return ncclSuccess;' \
+  "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
+mutant hpz-poisoning src/engine/hpz_cache.cc \
+  '/*poison=*/true' \
+  '/*poison=*/false' \
+  "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
+mutant hpz-agreement src/engine/hpz_cache.cc \
+  $'    same_pattern &=\n        record.pattern_hash == records[0].pattern_hash && record.calls == records[0].calls;' \
+  '    same_pattern &= true;' \
+  "zpp_sim_tests=Hpz*"
+# Both fingerprints (fill and hit) over `count` bytes instead of the shard's bytes (item 4).
+mutant hpz-fingerprint-coverage src/engine/hpz_cache.cc \
+  'const size_t shard = args.count * plan::DtypeBytes(args.dtype);' \
+  'const size_t shard = args.count;' \
+  "zpp_sim_hpz_fingerprint_tests=*"
+mutant hpz-epoch-advance src/engine/hpz_cache.cc \
+  'if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context.stream, epoch));' \
+  'if (!started_) ZPP_CHECK(StartEpoch(context.stream, epoch));' \
+  "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*:TrainingStep*"
+
+# qgZ: the bits of each level (item 3), fp32 accumulation, the stochastic rounding stream.
+mutant qgz-planner-intra-bits src/plan/planner.cc \
+  '  plan.bits_intra = s.qgz_bits_intra;' \
+  '  plan.bits_intra = s.qgz_bits_inter;' \
+  "zpp_unit_planner_bits_tests=* zpp_sim_qgz_tests=*"
+mutant decision-min-bytes src/plan/planner.cc \
+  'if (call.count == 0 || shard_bytes * static_cast<uint64_t>(shape.world) < settings.min_bytes) {' \
+  'if (call.count == 0 || shard_bytes < settings.min_bytes) {' \
+  "zpp_unit_tests=Planner*"
+mutant decision-dtype src/plan/planner.cc \
+  'dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;' \
+  'dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16 || dtype == ncclInt32;' \
+  "zpp_unit_tests=Planner*"
+mutant qgz-hierarchical-intra-at-inter-bits src/engine/reduce_scatter_plans.cc \
+  $'  const int locals = backend.GroupSize(GroupKind::kIntraNode);\n  const Level intra = LevelOf(plan, plan.bits_intra, args);' \
+  $'  const int locals = backend.GroupSize(GroupKind::kIntraNode);\n  const Level intra = LevelOf(plan, plan.bits_inter, args);' \
+  "zpp_sim_qgz_tests=*"
+mutant qgz-three-level-intra-at-inter-bits src/engine/reduce_scatter_plans.cc \
+  $'  const int nodes = nodes_per_rack * racks;\n  const Level intra = LevelOf(plan, plan.bits_intra, args);' \
+  $'  const int nodes = nodes_per_rack * racks;\n  const Level intra = LevelOf(plan, plan.bits_inter, args);' \
+  "zpp_sim_qgz_tests=*"
+mutant qgz-fp32-accumulation src/codec/dequantize_reduce.cc \
+  'for (size_t i = 0; i < n; ++i) sum[i] = sum[i] + term[i];' \
+  'for (size_t i = 0; i < n; ++i) sum[i] = Bf16ToFloat(FloatToBf16(sum[i] + term[i]));' \
+  "zpp_codec_tests=Reduce*"
+mutant qgz-stochastic-seed-rank kernels/stochastic.h \
+  'key = Mix64(key ^ (static_cast<uint64_t>(rank) + 0x632BE59BD9B4E019ull));' \
+  'key = Mix64(key ^ (0 * static_cast<uint64_t>(rank) + 0x632BE59BD9B4E019ull));' \
+  "zpp_codec_tests=Stochastic*"
+mutant qgz-stochastic-seed-epoch kernels/stochastic.h \
+  'return Mix64(key ^ (epoch * kGolden64 + 0x8CB92BA72F3D8DD7ull));' \
+  'return Mix64(key ^ (0 * epoch + 0x8CB92BA72F3D8DD7ull));' \
+  "zpp_codec_tests=Stochastic*"
+
+# Codecs (kernels/block_math.h: the math the CPU reference and the CUDA kernels share).
+mutant codec-rounding kernels/block_math.h \
+  'return ClampToQMax(static_cast<int>(RoundHalfEven(ToGrid(value, grid))), qmax);' \
+  'return ClampToQMax(static_cast<int>(ToGrid(value, grid)), qmax);' \
+  "zpp_codec_tests=*"
+mutant codec-scale-floor kernels/block_math.h \
+  'return scale < smallest ? smallest : scale;' \
+  'return scale < smallest ? scale : scale;' \
+  "zpp_codec_tests=*"
+mutant codec-nonfinite-blocks kernels/block_math.h \
+  'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits < 0x7F800000u; }' \
+  'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits <= 0x7F800000u; }' \
+  "zpp_codec_tests=*"
+mutant codec-int4-nibble-order kernels/block_math.h \
+  'return (static_cast<uint32_t>(low) & 0xFu) | ((static_cast<uint32_t>(high) & 0xFu) << 4);' \
+  'return (static_cast<uint32_t>(high) & 0xFu) | ((static_cast<uint32_t>(low) & 0xFu) << 4);' \
+  "zpp_codec_tests=*"
+
+# Pass-through decisions in the hooks (plugin/collective_hooks.cc): op, group, capture.
+mutant decision-op plugin/collective_hooks.cc \
+  'if (static_cast<int>(op) < ncclNumOps) return zpp::plan::Reduction::kOther;' \
+  'if (static_cast<int>(op) < ncclNumOps) return zpp::plan::Reduction::kSum;' \
+  "zpp_plugin_decision_tests=*"
+mutant decision-group plugin/collective_hooks.cc \
+  'group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {' \
+  'group = zpp::plugin::ThisThreadGroup(); group.depth > 1) {' \
+  "zpp_plugin_decision_tests=*"
+mutant decision-capture plugin/collective_hooks.cc \
+  '  if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);' \
+  '  if (false && zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);' \
+  "zpp_plugin_decision_tests=*"
+
+# "Never hangs" (item 6): the sim rendezvous waiting without its deadline; the deadline tests
+# then hang, and their own short timeout shows it.
+mutant sim-rendezvous-deadline src/sim/rendezvous.cc \
+  '      changed_.wait_for(lock, deadline_, [&] { return slot.broken || slot.arrived == members_; });' \
+  '      (changed_.wait(lock, [&] { return slot.broken || slot.arrived == members_; }), true);' \
+  "zpp_sim_deadline_tests=*@30"
+
+# Same decision on every rank: the settings every rank must share are compared across ranks.
+mutant same-decision-config-agreement src/engine/config_agreement.cc \
+  'const int64_t other = all[r * kAgreed.size() + i];' \
+  'const int64_t other = all[i];' \
+  "zpp_sim_tests=ConfigAgreement*"
+
+# ---- The run. ----
+
+say() { printf '%s\n' "$*" >&2; }
+
+# Python does the exact-text edits: no quoting of C++ through sed.
+edit() {  # edit FILE ORIGINAL REPLACEMENT -> prints the occurrences replaced (0: not applied)
+  python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+path, original, replacement = sys.argv[1], sys.argv[2], sys.argv[3]
+text = open(path).read()
+count = text.count(original)
+if count:
+    open(path, "w").write(text.replace(original, replacement))
+print(count)
+EOF
+}
+occurrences() {
+  python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$1" "$2"
+}
+
+selected=()
+for i in "${!NAMES[@]}"; do
+  [[ -n $ONLY && ! ${NAMES[$i]} =~ $ONLY ]] && continue
+  selected+=("$i")
+done
+((${#selected[@]} > 0)) || { say "mutants: no mutation matches '$ONLY'"; exit 2; }
+
+# Every mutation must apply before anything is built: the list is checked as a whole.
+stale=0
+for i in "${selected[@]}"; do
+  file=$ROOT/${FILES[$i]}
+  if [[ ! -f $file ]] || (($(occurrences "$file" "${ORIGINALS[$i]}") == 0)); then
+    say "mutants: mutation no longer applies: ${NAMES[$i]} (${FILES[$i]}): its original text is gone; update tools/mutants.sh"
+    stale=1
+  fi
+done
+((stale == 0)) || exit 2
+
+# The one file changed at a time, and its pristine copy: restored on every way out.
+current_file=""
+backup=$(mktemp)
+restore() {
+  if [[ -n $current_file ]]; then
+    cp "$backup" "$current_file"
+    current_file=""
+  fi
+}
+trap 'restore; rm -f "$backup"' EXIT
+trap 'restore; exit 130' INT TERM
+
+binaries_of() {  # the binaries a mutation runs
+  local spec
+  for spec in ${TESTS[$1]}; do printf '%s ' "${spec%%=*}"; done
+}
+
+build() {  # build TARGET... (quiet; the log on failure)
+  local log=$BUILD/mutants-build.log
+  if ! cmake --build "$BUILD" -j "$JOBS" --target "$@" >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+}
+
+run_tests() {  # run_tests INDEX -> prints "binary: Test.Name" of the first failure, or nothing
+  local spec
+  for spec in ${TESTS[$1]}; do
+    run_spec "$spec" && continue
+    return
+  done
+}
+
+# run_spec BINARY=FILTER[@SECONDS]: status 0 when it passes, else prints what failed.
+run_spec() {
+  local spec=$1 binary filter seconds=$TIMEOUT out status failed
+  binary=${spec%%=*}
+  filter=${spec#*=}
+  if [[ $filter == *@* ]]; then
+    seconds=${filter##*@}
+    filter=${filter%@*}
+  fi
+  out=$(timeout "$seconds" "$BUILD/bin/$binary" --gtest_filter="$filter" --gtest_brief=1 2>&1)
+  status=$?
+  if ((status != 0)); then
+    failed=$(grep -m1 -oE '^\[  FAILED  \] [A-Za-z0-9_/.]+' <<<"$out" | sed 's/^\[  FAILED  \] //')
+    if ((status == 124)); then
+      failed="timed out after ${seconds}s"
+    elif [[ -z $failed ]]; then
+      failed="exit status $status"
+    fi
+    printf '%s: %s' "$binary" "$failed"
+    return 1
+  fi
+}
+
+start=$(date +%s)
+if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+  say "mutants: configuring $BUILD (Release, CUDA off)"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZPP_ENABLE_CUDA=OFF \
+    >/dev/null || exit 2
+fi
+
+# Baseline: every binary the list names, unmutated, must pass its filters, or a "caught" below
+# would mean nothing.
+targets=()
+for i in "${selected[@]}"; do
+  for b in $(binaries_of "$i"); do
+    [[ " ${targets[*]} " == *" $b "* ]] || targets+=("$b")
+  done
+done
+say "mutants: building ${targets[*]}"
+build "${targets[@]}" || { say "mutants: the unmutated build failed"; exit 2; }
+specs=()
+for i in "${selected[@]}"; do
+  for spec in ${TESTS[$i]}; do
+    [[ " ${specs[*]} " == *" $spec "* ]] || specs+=("$spec")
+  done
+done
+for spec in "${specs[@]}"; do
+  if ! failure=$(run_spec "$spec"); then
+    say "mutants: the unmutated code fails $spec ($failure); fix that first"
+    exit 2
+  fi
+done
+say "mutants: baseline passes ($(($(date +%s) - start)) s)"
+
+rows=()
+survived=0
+broken=0
+for i in "${selected[@]}"; do
+  name=${NAMES[$i]}
+  file=$ROOT/${FILES[$i]}
+  t0=$(date +%s)
+  cp "$file" "$backup"
+  current_file=$file
+  replaced=$(edit "$file" "${ORIGINALS[$i]}" "${REPLACEMENTS[$i]}")
+  if ((replaced == 0)); then
+    restore
+    say "mutants: mutation no longer applies: $name (${FILES[$i]})"
+    exit 2
+  fi
+  # shellcheck disable=SC2046
+  if ! build $(binaries_of "$i"); then
+    result="BUILD FAILED (the mutation does not compile: fix the list)"
+    broken=1
+  else
+    caught=$(run_tests "$i")
+    if [[ -n $caught ]]; then
+      result=$caught
+    else
+      result="SURVIVED"
+      survived=$((survived + 1))
+    fi
+  fi
+  restore
+  seconds=$(($(date +%s) - t0))
+  say "mutants: $name: $result (${seconds}s)"
+  rows+=("| $name | \`${FILES[$i]}\` | $replaced | $result | $seconds |")
+done
+total=$(($(date +%s) - start))
+
+table() {
+  echo "| mutation | file | sites | caught by (binary: first failing test) | seconds |"
+  echo "|---|---|---:|---|---:|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "${#rows[@]} mutations, $survived survived; $total s in all (\`tools/mutants.sh\`, $JOBS build jobs, $(nproc) cores)."
+}
+echo
+table
+if [[ -n $REPORT ]]; then
+  # Whether the tree differed from its commit (the report itself aside): read before the report
+  # is truncated below.
+  dirty=""
+  git -C "$ROOT" diff --quiet HEAD -- . ":(exclude)${REPORT#"$ROOT"/}" 2>/dev/null ||
+    dirty=" plus uncommitted changes"
+  {
+    echo "# make mutants"
+    echo
+    echo "Each row breaks one contract on purpose (\`tools/mutants.sh\` lists the exact change and the"
+    echo "tests expected to catch it) and names the first test that failed. Run $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "on commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$dirty."
+    echo
+    table
+  } >"$REPORT"
+  say "mutants: table written to $REPORT"
+fi
+((broken == 0)) || exit 2
+((survived == 0)) || exit 1
