@@ -163,6 +163,43 @@ mutant same-decision-config-agreement src/engine/config_agreement.cc \
   'const int64_t other = all[i];' \
   "zpp_sim_tests=ConfigAgreement*"
 
+# The plugin under a real framework (issue 16).
+# Finding an NCCL the framework loaded privately (RTLD_LOCAL, as pip PyTorch does).
+mutant plugin-find-private-nccl src/nccl_runtime/nccl_functions.cc \
+  '  const LoadedNccl* chosen = ChooseLoadedNccl(found);' \
+  '  const LoadedNccl* chosen = nullptr;' \
+  "zpp_nccl_finder_tests=*"
+# Two NCCLs: the one the framework's library depends on.
+mutant plugin-two-nccls-take-the-frameworks src/nccl_runtime/loaded_nccl.cc \
+  '  if (needed == 1) {' \
+  '  if (false) {' \
+  "zpp_nccl_finder_tests=*"
+# The fence knows a stream by its handle, never by the wrapper's address.
+mutant fence-stream-identity src/sim/sim_stream.h \
+  '    return {reinterpret_cast<uintptr_t>(queue_.get()), true};' \
+  '    return {reinterpret_cast<uintptr_t>(this), true};' \
+  "zpp_fence_tests=EpochFence*"
+# Abort keeps zpp's state (no free that waits for a stuck kernel, none under a running call).
+mutant plugin-abort-frees-nothing plugin/comm_hooks.cc \
+  '    KeepForever(std::move(zpp));' \
+  '    if (false) KeepForever(std::move(zpp));' \
+  "zpp_plugin_decision_tests=*Abort*"
+# A group end answering ncclInProgress is waited out, and zpp's deferred plans still run.
+mutant plugin-group-end-in-progress plugin/comm_hooks.cc \
+  '      result = WaitForNonblockingComms(*nccl);' \
+  '      if (false) result = WaitForNonblockingComms(*nccl);' \
+  "zpp_plugin_decision_tests=*InProgress*"
+# A non-blocking communicator sets up at its first call (on a blocking duplicate).
+mutant plugin-nonblocking-setup plugin/collective_hooks.cc \
+  '    zpp::plugin::SetUpPending(*zpp::RealNccl(), state);' \
+  '    if (false) zpp::plugin::SetUpPending(*zpp::RealNccl(), state);' \
+  "zpp_plugin_decision_tests=*Nonblocking*"
+# One rank's set-up failure is every rank's fallback.
+mutant same-decision-setup-outcome src/engine/setup_outcome.cc \
+  '    if (all[rank] != std::byte{1}) out->failed_ranks.push_back(rank);' \
+  '    if (all[rank] != std::byte{1} && rank == exchange.rank()) out->failed_ranks.push_back(rank);' \
+  "zpp_sim_tests=SetUpOutcome*@60"
+
 # ---- The run. ----
 
 say() { printf '%s\n' "$*" >&2; }
