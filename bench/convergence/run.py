@@ -11,6 +11,11 @@ same script over gloo. Writes, under --out: loss_<mode>.csv per mode, losses.png
 by side), summary.json, table.md (and, with --readme, that table into the README between its
 convergence-table markers). One progress line per mode.
 
+--device cuda runs the same on one GPU over NCCL with libzpp.so preloaded (every rank on GPU 0
+with its own NCCL_HOSTID, as tools/gpu-check.sh does), against plain NCCL instead of gloo; the
+plugin counts off-node bytes for zpp's own plans only (NCCL's pass-through traffic is not seen).
+Written for the first session with a GPU; not run yet.
+
 --check makes it a test: it fails unless plain through zpp equals gloo within 1e-5 relative at
 every step (up to 50) and every zpp mode's stats show the engine took all-gathers (qwZ or hpZ
 modes) and reduce-scatters (qgZ modes).
@@ -42,7 +47,8 @@ MODES = {
     "int4": (["--qwz=4", "--hpz", "--qgz"],
              dict(INT4, ZPP_QGZ_BITS_INTRA="4", ZPP_QGZ_BITS_INTER="4")),
 }
-GLOO = "gloo"  # the reference run: the same script over gloo, no zpp
+# The reference run: the same script without zpp, over gloo on the CPU, NCCL on a GPU.
+REFERENCE = {"cpu": "gloo", "cuda": "nccl"}
 FIRST_STEPS = 50  # gloo_max_rel_diff covers these
 # Inter-node bytes per step are averaged from this step on (0-based): hpZ reuse starts in the
 # third step (the agreement is read one epoch after it is made).
@@ -62,7 +68,9 @@ def parse(argv):
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--local-size", type=int, default=2, help="ranks per simulated node")
-    parser.add_argument("--no-gloo", action="store_true", help="skip the gloo reference")
+    parser.add_argument("--device", choices=sorted(REFERENCE), default="cpu")
+    parser.add_argument("--no-gloo", "--no-reference", dest="no_reference", action="store_true",
+                        help="skip the reference run (gloo on the CPU, NCCL on a GPU)")
     parser.add_argument("--readme", help="write the table into this README's markers")
     parser.add_argument("--check", action="store_true", help="fail unless the checks hold")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per run")
@@ -87,22 +95,26 @@ def run_one(args, mode):
     os.makedirs(directory)
     csv_path = os.path.join(directory, "loss.csv")
     torchrun = [args.python, "-m", "torch.distributed.run", "--nproc-per-node", str(args.ranks),
-                "--standalone", TRAIN, "--device", "cpu", "--steps", str(args.steps),
+                "--standalone", TRAIN, "--device", args.device, "--steps", str(args.steps),
                 "--csv", csv_path] + args.train_args
+    if args.device == "cuda":
+        torchrun.append("--one-gpu")
     env = {k: v for k, v in os.environ.items() if k not in ZPP_VARIABLES}
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(args.build, "python")] + [p for p in env.get("PYTHONPATH", "").split(
             os.pathsep) if p])
     env["OMP_NUM_THREADS"] = "1"
-    if mode == GLOO:
-        command = torchrun + ["--backend", "gloo"]
+    reference = mode == REFERENCE[args.device]
+    if reference:
+        command = torchrun + ["--backend", mode]
     else:
         flags, variables = MODES[mode]
         env.update(variables)
         env["ZPP_LOCAL_SIZE"] = str(args.local_size)
         stats_dir = os.path.join(directory, "stats")
         command = [sys.executable, ZPP_RUN, "--lib", os.path.join(args.build, "lib", "libzpp.so")]
-        command += flags + ["--"] + torchrun + ["--backend", "zpp", "--stats-dir", stats_dir]
+        backend = ["--backend", "zpp"] if args.device == "cpu" else []
+        command += flags + ["--"] + torchrun + backend + ["--stats-dir", stats_dir]
     start = time.monotonic()
     with open(os.path.join(directory, "log.txt"), "w") as log:
         finished = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -115,7 +127,7 @@ def run_one(args, mode):
         rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
                 for r in csv.DictReader(source)]
     stats = None
-    if mode != GLOO:
+    if not reference:
         stats = []
         for rank in range(args.ranks):
             with open(os.path.join(directory, "stats", f"stats{rank}.json")) as source:
@@ -165,7 +177,7 @@ def write_csv(path, rows):
             out.write(f"{step},{loss:.8f},{seconds:.3f}\n")
 
 
-def plot(path, curves, plain):
+def plot(path, curves, plain, title):
     try:
         import matplotlib
 
@@ -175,15 +187,17 @@ def plot(path, curves, plain):
         print("convergence: matplotlib missing, no plot (tools/install-deps.sh installs it)")
         return None
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for mode, rows in curves.items():
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (mode, rows) in enumerate(curves.items()):
         steps = [r[0] for r in rows]
-        left.plot(steps, [r[1] for r in rows], label=mode, linewidth=1)
+        color = colors[index % len(colors)]  # one color per mode in both panels
+        left.plot(steps, [r[1] for r in rows], label=mode, linewidth=1, color=color)
         if plain is not None and mode != "plain":
             base = {r[0]: r[1] for r in plain}
             right.plot(steps, [100 * (r[1] - base[r[0]]) / base[r[0]] for r in rows],
-                       label=mode, linewidth=1)
+                       label=mode, linewidth=1, color=color)
     left.set(xlabel="optimizer step", ylabel="training loss (mean over ranks)",
-             title="FSDP2 GPT on fortunes text, CPU ranks through zpp")
+             title=f"FSDP2 GPT on fortunes text, {title}")
     right.set(xlabel="optimizer step", ylabel="loss against plain (%)",
               title="difference from plain, per step")
     right.axhline(0, color="black", linewidth=0.5)
@@ -205,10 +219,11 @@ def table(summary):
         "verify failures | pass-throughs (reason: calls, all ranks) | wall |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    gloo = summary.get("gloo")
-    if gloo:
-        lines.append(f"| gloo (reference) | {gloo['final_loss']:.4f} | "
-                     f"{gloo['delta_pct']:+.3f}% | | | | | | {gloo['wall_seconds']:.0f} s |")
+    reference = summary.get("reference")
+    if reference:
+        lines.append(f"| {reference['mode']} (reference) | {reference['final_loss']:.4f} | "
+                     f"{reference['delta_pct']:+.3f}% | | | | | | "
+                     f"{reference['wall_seconds']:.0f} s |")
     for entry in summary["modes"]:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(entry["pass_through"].items()))
         ratio = entry.get("inter_node_vs_plain")
@@ -232,12 +247,14 @@ def update_readme(path, text):
         out.write(pattern.sub(lambda _: block, readme))
 
 
-def checks(summary, curves, gloo_rows):
+def checks(summary, curves, reference_rows):
     failures = []
-    if gloo_rows is not None and "plain" in curves:
-        if summary["gloo_max_rel_diff"] > 1e-5:
-            failures.append(f"plain through zpp differs from gloo by "
-                            f"{summary['gloo_max_rel_diff']:.3g} relative (at most 1e-5)")
+    if reference_rows is not None and "plain" in curves:
+        name = summary["reference"]["mode"]
+        difference = summary[f"{name}_max_rel_diff"]
+        if difference > 1e-5:
+            failures.append(f"plain through zpp differs from {name} by {difference:.3g} "
+                            "relative (at most 1e-5)")
     for entry in summary["modes"]:
         flags = MODES[entry["mode"]][0]
         calls = entry["calls"]
@@ -253,22 +270,25 @@ def checks(summary, curves, gloo_rows):
 def main(argv):
     args = parse(argv)
     os.makedirs(args.out, exist_ok=True)
-    runs = ([] if args.no_gloo else [GLOO]) + args.modes
-    curves, summary = {}, {"framework": "fsdp2", "ranks": args.ranks,
+    reference_mode = REFERENCE[args.device]
+    runs = ([] if args.no_reference else [reference_mode]) + args.modes
+    curves, summary = {}, {"framework": "fsdp2", "device": args.device, "ranks": args.ranks,
                            "ranks_per_node": args.local_size, "steps": args.steps, "modes": []}
-    gloo_rows = None
+    reference_rows = None
     started = time.monotonic()
     for index, mode in enumerate(runs, 1):
         rows, stats, wall = run_one(args, mode)
         write_csv(os.path.join(args.out, f"loss_{slug(mode)}.csv"), rows)
         line = (f"[{index}/{len(runs)}] {mode}: {len(rows)} steps, loss {rows[0][1]:.4f} -> "
                 f"{final_loss(rows):.4f}, {wall:.0f} s")
-        if mode == GLOO:
-            gloo_rows = rows
-            summary["gloo"] = {"final_loss": final_loss(rows), "wall_seconds": wall}
+        if mode == reference_mode:
+            reference_rows = rows
+            summary["reference"] = {"mode": mode, "final_loss": final_loss(rows),
+                                    "wall_seconds": wall}
         else:
             curves[mode] = rows
-            entry = {"mode": mode, "framework": "fsdp2", "backend": "zpp",
+            entry = {"mode": mode, "framework": "fsdp2",
+                     "backend": "zpp" if args.device == "cpu" else "nccl+libzpp.so",
                      "final_loss": final_loss(rows), "wall_seconds": wall,
                      "seconds_per_step": rows[-1][2] / max(1, len(rows) - 1),
                      "loss_csv": os.path.join(args.out, f"loss_{slug(mode)}.csv")}
@@ -286,17 +306,19 @@ def main(argv):
         if base and base["inter_node_bytes_per_step"]:
             entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
                                             base["inter_node_bytes_per_step"])
-    if gloo_rows is not None and plain is not None:
-        first = min(FIRST_STEPS, len(plain), len(gloo_rows))
-        summary["gloo_max_rel_diff"] = max(abs(p[1] - g[1]) / abs(g[1])
-                                           for p, g in zip(plain[:first], gloo_rows[:first]))
-        summary["gloo_steps_compared"] = first
-        gloo_final = summary["gloo"]["final_loss"]
-        summary["gloo"]["delta_pct"] = 100 * (gloo_final - final_loss(plain)) / final_loss(plain)
-    else:
-        summary["gloo_max_rel_diff"] = None
+    difference_key = f"{reference_mode}_max_rel_diff"  # gloo_max_rel_diff on the CPU
+    summary[difference_key] = None
+    if reference_rows is not None and plain is not None:
+        first = min(FIRST_STEPS, len(plain), len(reference_rows))
+        summary[difference_key] = max(abs(p[1] - g[1]) / abs(g[1])
+                                      for p, g in zip(plain[:first], reference_rows[:first]))
+        summary["reference_steps_compared"] = first
+        summary["reference"]["delta_pct"] = (100 * (summary["reference"]["final_loss"] -
+                                                    final_loss(plain)) / final_loss(plain))
     summary["wall_seconds"] = time.monotonic() - started
-    summary["plot"] = plot(os.path.join(args.out, "losses.png"), curves, plain)
+    where = ("CPU ranks through zpp" if args.device == "cpu" else
+             "one GPU, NCCL with libzpp.so")
+    summary["plot"] = plot(os.path.join(args.out, "losses.png"), curves, plain, where)
     text = table(summary)
     with open(os.path.join(args.out, "table.md"), "w") as out:
         out.write(text)
@@ -305,13 +327,14 @@ def main(argv):
     if args.readme:
         update_readme(args.readme, text)
     print(text, end="")
-    if summary["gloo_max_rel_diff"] is not None:
-        print(f"plain through zpp against gloo: max relative difference "
-              f"{summary['gloo_max_rel_diff']:.3g} over the first {summary['gloo_steps_compared']}"
-              f" steps; final loss {summary['gloo']['delta_pct']:+.4f}%")
+    if summary[difference_key] is not None:
+        print(f"plain through zpp against {reference_mode}: max relative difference "
+              f"{summary[difference_key]:.3g} over the first "
+              f"{summary['reference_steps_compared']} steps; final loss "
+              f"{summary['reference']['delta_pct']:+.4f}%")
     print(f"convergence: {summary['wall_seconds']:.0f} s in all; {args.out}/summary.json")
     if args.check:
-        failures = checks(summary, curves, gloo_rows)
+        failures = checks(summary, curves, reference_rows)
         for failure in failures:
             print(f"convergence check FAILED: {failure}")
         if failures:

@@ -45,6 +45,32 @@ def parse():
     return parser.parse_args()
 
 
+def preloaded_zpp_stats():
+    """zppGetStats of a preloaded libzpp.so (the plugin under NCCL), as zpp_torch.stats gives
+    them; None without one. The plugin counts off-node bytes for zpp's own plans only (the
+    planner's prediction); what NCCL moves for pass-throughs is not counted."""
+    try:
+        library = ctypes.CDLL(None)
+        library.zppGetStats  # noqa: B018 (AttributeError when libzpp.so is not preloaded)
+    except (OSError, AttributeError):
+        return None
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "plugin",
+                        "torch", "zpp_torch", "_stats.py")
+    spec = importlib.util.spec_from_file_location("zpp_stats", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = module.reason_names(library)
+
+    def read():
+        raw = module.Stats()
+        library.zppGetStats(ctypes.byref(raw))
+        return raw.as_dict(names)
+
+    return read
+
+
 def main():
     args = parse()
     rank = int(os.environ["RANK"])
@@ -85,6 +111,8 @@ def main():
         import zpp_torch
 
         zpp_stats = zpp_torch.stats
+    elif args.stats_dir:
+        zpp_stats = preloaded_zpp_stats()
     per_step = []
     lines = []
     start = time.monotonic()

@@ -2,6 +2,8 @@
 import ctypes
 import os
 
+from ._stats import Stats
+
 _LIBRARY_DIR = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
 
 # ncclResult_t
@@ -11,13 +13,6 @@ _RESULTS = {
     6: "ncclRemoteError", 7: "ncclInProgress",
 }
 _REMOTE_ERROR = 6
-
-# zppPassThroughReason_t, in order (include/zpp/zpp.h)
-PASS_THROUGH_REASONS = (
-    "disabled", "dtype", "redop", "small", "one-rank", "topology", "config-mismatch",
-    "nonblocking", "internal", "capture", "unavailable", "invalid-comm", "invalid-args",
-)
-
 
 class ZppError(RuntimeError):
     """A zpp collective failed; `result` is the ncclResult_t name."""
@@ -29,35 +24,6 @@ class ZppError(RuntimeError):
             hint = (" (a peer is gone or sent nothing for ZPP_TIMEOUT seconds; this "
                     "communicator is broken, every later call fails at once)")
         super().__init__(f"zpp: {what} failed: {self.result}{hint}")
-
-
-class Stats(ctypes.Structure):
-    """zppStats_t (include/zpp/zpp.h)."""
-    _fields_ = [
-        ("calls", ctypes.c_uint64 * 4),
-        ("input_bytes", ctypes.c_uint64 * 4),
-        ("passthrough", ctypes.c_uint64 * 13),
-        ("sent_bytes", ctypes.c_uint64 * 3),
-        ("hpz_hits", ctypes.c_uint64),
-        ("hpz_misses", ctypes.c_uint64),
-        ("hpz_verify_failures", ctypes.c_uint64),
-        ("step_epoch", ctypes.c_uint64),
-    ]
-
-    def as_dict(self):
-        paths = ("pass-through", "qwz", "hpz", "qgz")
-        return {
-            "calls": dict(zip(paths, self.calls)),
-            "input_bytes": dict(zip(paths, self.input_bytes)),
-            "pass_through": {name: count for name, count in zip(PASS_THROUGH_REASONS,
-                                                                self.passthrough) if count},
-            "sent_bytes": {"intra_node": self.sent_bytes[0], "inter_node": self.sent_bytes[1],
-                           "inter_rack": self.sent_bytes[2]},
-            "hpz_hits": self.hpz_hits,
-            "hpz_misses": self.hpz_misses,
-            "hpz_verify_failures": self.hpz_verify_failures,
-            "step_epoch": self.step_epoch,
-        }
 
 
 def library_path(name):

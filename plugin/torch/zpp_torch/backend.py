@@ -16,7 +16,8 @@ from torch._C._distributed_c10d import ReduceOp, _create_work_from_future
 from torch.futures import Future
 
 from . import epoch
-from ._library import LIB, Stats, ZppError, check
+from ._library import LIB, ZppError, check
+from ._stats import Stats, reason_names
 
 BACKEND_NAME = "zpp"
 
@@ -32,6 +33,11 @@ _REDUCE_SCATTER_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _ZPP_SUM, _ZPP_AVG, _ZPP_PREMUL_SUM = 0, 1, 2
 
 _comms = []  # every live backend, for stats()
+
+
+@functools.cache
+def _reason_names():
+    return reason_names(epoch.libzpp())
 
 
 def _done(result):
@@ -105,7 +111,7 @@ class ZppBackend(_C10dBackend):
         """This communicator's engine counters (zppStats_t as a dict)."""
         raw = Stats()
         check(LIB.zppCpuCommGetStats(self._comm, ctypes.byref(raw)), "stats")
-        return raw.as_dict()
+        return raw.as_dict(_reason_names())
 
     def topology(self):
         values = [ctypes.c_int() for _ in range(4)]
