@@ -17,8 +17,8 @@ plugin counts off-node bytes for zpp's own plans only (NCCL's pass-through traff
 Written for the first session with a GPU; not run yet.
 
 --check makes it a test: it fails unless plain through zpp equals gloo within 1e-5 relative at
-every step (up to 50) and every zpp mode's stats show the engine took all-gathers (qwZ or hpZ
-modes) and reduce-scatters (qgZ modes).
+every step (up to 50), every zpp mode's stats show the engine took all-gathers (qwZ or hpZ
+modes) and reduce-scatters (qgZ modes), and the step epoch advanced once per optimizer step.
 """
 import argparse
 import csv
@@ -264,6 +264,10 @@ def checks(summary, curves, reference_rows):
             failures.append(f"{entry['mode']}: no all-gather went through zpp's plans")
         if wants_scatter and calls.get("qgz", 0) == 0:
             failures.append(f"{entry['mode']}: no reduce-scatter went through qgZ")
+        # zpp-run's optimizer hook, once per step: hpZ may reuse only within a step.
+        if entry["step_epoch"] != summary["steps"]:
+            failures.append(f"{entry['mode']}: the step epoch is {entry['step_epoch']} after "
+                            f"{summary['steps']} optimizer steps")
     return failures
 
 

@@ -118,6 +118,18 @@ def rank_main():
     dist.all_reduce(t)
     expect(t.item() == n, "all_reduce after the errors")
 
+    # Sub-groups: each is its own communicator, bootstrapped through its own store prefix.
+    pair = dist.new_group([0, 1])
+    if rank < 2:
+        out = torch.empty(2 * 3)
+        dist.all_gather_into_tensor(out, torch.full((3,), float(rank)), group=pair)
+        expect(out.tolist() == [0.0] * 3 + [1.0] * 3, f"all-gather on ranks 0 and 1: {out}")
+        expect(zpp_torch.stats(pair)["calls"]["pass-through"] == 1, "sub-group stats")
+    odd_even = dist.new_group([1, 3, 0, 2])  # group rank 0 is world rank 1
+    t = torch.tensor([float(rank)])
+    dist.broadcast(t, src=1, group=odd_even)
+    expect(t.item() == 1.0, f"broadcast on a reordered group: {t}")
+
     stats = zpp_torch.stats()
     expect(sum(stats["calls"].values()) > 0, f"no engine call counted: {stats}")
     expect(stats["sent_bytes"]["inter_node"] > 0, f"no inter-node bytes: {stats}")

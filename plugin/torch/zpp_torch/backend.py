@@ -57,6 +57,13 @@ def _premul_factor(op):
     return float(factor)
 
 
+def _contiguous_target(output):
+    """Where a collective writes: `output` itself, or a contiguous buffer copied into it after."""
+    if output.is_contiguous():
+        return output
+    return torch.empty_like(output, memory_format=torch.contiguous_format)
+
+
 def _check_cpu(what, *tensors):
     for tensor in tensors:
         if tensor.device.type != "cpu":
@@ -130,9 +137,7 @@ class ZppBackend(_C10dBackend):
         if output.numel() != input_.numel() * self._size:
             raise ValueError(f"zpp backend: {what}: output has {output.numel()} elements, "
                              f"expected {self._size} x {input_.numel()}")
-        source = input_.contiguous()
-        target = output if output.is_contiguous() else torch.empty_like(output,
-                                                                        memory_format=torch.contiguous_format)
+        source, target = input_.contiguous(), _contiguous_target(output)
         dtype = _NCCL_DTYPES.get(source.dtype)
         count = source.numel()
         if dtype is None:  # gathered as bytes: exact for any dtype
@@ -193,9 +198,7 @@ class ZppBackend(_C10dBackend):
         else:
             raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "
                              "(sum, avg, premul-sum)")
-        source = input_.contiguous()
-        target = output if output.is_contiguous() else torch.empty_like(output,
-                                                                        memory_format=torch.contiguous_format)
+        source, target = input_.contiguous(), _contiguous_target(output)
         if output.numel():
             check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
                                           _NCCL_DTYPES[source.dtype], zpp_op, premul,
