@@ -8,7 +8,8 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure --timeout 600 -j $(JOBS)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps test demo bench mutants asan tsan fuzz format readme-env clean
+.PHONY: all build deps torch test demo bench convergence mutants asan tsan fuzz format readme-env \
+        clean
 
 all: build
 
@@ -22,13 +23,18 @@ define configure
 	fi
 endef
 
+# The pinned torch (tools/install-torch.sh), once per machine, for the `train` tests and
+# `make convergence`; make demo never waits for it.
+torch:
+	@bash tools/install-torch.sh >/dev/null
+
 build: deps
 	$(call configure,build)
 	@cmake --build build -j $(JOBS)
 
-# The pinned torch (tools/install-torch.sh, once per machine) is for the tests that drive zpp
-# from a real framework; they find its python in ZPP_TORCH_PYTHON.
-test: build
+# The tests that drive zpp from a real framework find the pinned torch's python in
+# ZPP_TORCH_PYTHON (plugin) or through tools/install-torch.sh (train).
+test: build torch
 	@python=$$(bash tools/install-torch.sh) && cd build && \
 	  ZPP_TORCH_PYTHON=$$python ctest $(CTEST_FLAGS)
 
@@ -43,6 +49,15 @@ bench: build
 # own incremental build in build-mutants/; not part of `make test`: about 20 minutes).
 mutants: build
 	@bash tools/mutants.sh
+
+# FSDP2 on CPU ranks through zpp in every mode, and over gloo (bench/convergence/run.py): loss
+# CSVs, losses.png and summary.json in build/convergence, the table into the README. The plot
+# needs Debian's matplotlib, which is for the system's python3 (a pyenv or venv may shadow it).
+convergence: build torch
+	@plot_python=$$(for p in python3 /usr/bin/python3; do \
+	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
+	  $${plot_python:-python3} bench/convergence/run.py --python "$$(bash tools/install-torch.sh)" \
+	    --build build --readme README.md
 
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps

@@ -13,6 +13,7 @@ packages=(
   libucx-dev                         # the multi-process CPU transport
   nlohmann-json3-dev libcli11-dev    # JSON output, command-line parsing
   python3-matplotlib                 # make demo's plots (tools/plot_bench.py)
+  fortunes                           # the English text the training runs learn (bench/fsdp)
 )
 
 missing=()

@@ -1,29 +1,74 @@
-"""A small GPT-like model trained with FSDP2 (fully_shard): the unmodified framework that zpp's
-GPU check runs four ways (plain NCCL; zpp-run --qwz; --qwz --hpz; --preset zero++).
-
-Synthetic tokens, fixed seed, 100 steps; rank 0 writes one CSV line per step (step, loss). With
---one-gpu every rank uses GPU 0 and its own NCCL_HOSTID, so that NCCL treats the ranks as
-separate hosts (DESIGN.md, "Testing on a machine with one GPU").
+"""A GPT trained on real English text with unmodified FSDP2 (fully_shard per block and at the
+root, AdamW, bf16 parameters on the wire, fp32 reduction): the run zpp is judged by, on a GPU
+(NCCL, with libzpp.so preloaded by zpp-run) and on the CPU (the torch.distributed backend `zpp`
+of build/python/zpp_torch, or gloo as the reference). Model and text: gpt_text.py.
 
     torchrun --nproc-per-node 4 bench/fsdp/train_fsdp2.py --one-gpu --csv loss.csv
+    ZPP_LOCAL_SIZE=2 torchrun --nproc-per-node 4 bench/fsdp/train_fsdp2.py --device cpu \\
+        --backend zpp --csv loss.csv --stats-dir stats/
+
+Rank 0 writes one CSV line per step (step, mean loss over ranks, seconds since the first step).
+With --one-gpu every rank uses GPU 0 and its own NCCL_HOSTID, so that NCCL treats the ranks as
+separate hosts (DESIGN.md, "Testing on a machine with one GPU"). With --stats-dir and the zpp
+backend, every rank writes stats<rank>.json: its engine counters after each optimizer step.
 """
 import argparse
 import ctypes
+import json
 import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--backend", help="process group backend (default: nccl on cuda, zpp on "
+                        "cpu)")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--width", type=int, default=256)
-    parser.add_argument("--vocab", type=int, default=4096)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8, help="sequences per rank and step")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--warmup", type=int, default=20, help="steps of linear warm-up")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--one-gpu", action="store_true", help="all ranks on GPU 0")
     parser.add_argument("--csv", default="loss.csv")
+    parser.add_argument("--stats-dir", help="per-rank zpp stats after every step (zpp backend)")
+    parser.add_argument("--die-at-step", type=int, default=-1,
+                        help="tests: rank --die-rank SIGKILLs itself at this step")
+    parser.add_argument("--die-rank", type=int, default=1)
     return parser.parse_args()
+
+
+def preloaded_zpp_stats():
+    """zppGetStats of a preloaded libzpp.so (the plugin under NCCL), as zpp_torch.stats gives
+    them; None without one. The plugin counts off-node bytes for zpp's own plans only (the
+    planner's prediction); what NCCL moves for pass-throughs is not counted."""
+    try:
+        library = ctypes.CDLL(None)
+        library.zppGetStats  # noqa: B018 (AttributeError when libzpp.so is not preloaded)
+    except (OSError, AttributeError):
+        return None
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "plugin",
+                        "torch", "zpp_torch", "_stats.py")
+    spec = importlib.util.spec_from_file_location("zpp_stats", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = module.reason_names(library)
+
+    def read():
+        raw = module.Stats()
+        library.zppGetStats(ctypes.byref(raw))
+        return raw.as_dict(names)
+
+    return read
 
 
 def main():
@@ -33,74 +78,74 @@ def main():
         os.environ["NCCL_HOSTID"] = f"zpp-fsdp-host{rank}"  # before NCCL starts
     import torch
     import torch.distributed as dist
-    from torch import nn
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", device_id=device)
+    import gpt_text
+
+    if args.device == "cuda":
+        device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+        dist.init_process_group(args.backend or "nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        backend = args.backend or "zpp"
+        if backend == "zpp":
+            import zpp_torch  # noqa: F401 (registers the backend)
+        dist.init_process_group(backend)
+    world = dist.get_world_size()
     torch.manual_seed(args.seed)
 
-    class Block(nn.Module):
-        def __init__(self, width):
-            super().__init__()
-            self.norm1 = nn.LayerNorm(width)
-            self.attn = nn.MultiheadAttention(width, 4, batch_first=True)
-            self.norm2 = nn.LayerNorm(width)
-            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
-                                     nn.Linear(4 * width, width))
-
-        def forward(self, x):
-            h = self.norm1(x)
-            mask = torch.nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
-            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-            return x + self.mlp(self.norm2(x))
-
-    class Gpt(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = nn.Embedding(args.vocab, args.width)
-            self.blocks = nn.ModuleList(Block(args.width) for _ in range(args.layers))
-            self.head = nn.Linear(args.width, args.vocab)
-
-        def forward(self, tokens):
-            x = self.embed(tokens)
-            for block in self.blocks:
-                x = block(x)
-            return self.head(x)
-
-    model = Gpt().to(device)
+    model = gpt_text.Gpt(args.layers, args.width, args.heads, args.seq).to(device)
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
+        fully_shard(block, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
     parameters = sum(p.numel() for p in model.parameters())  # DTensors: global sizes
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    generator = torch.Generator(device="cpu").manual_seed(args.seed + rank)
-    # A learnable synthetic language: each token is the previous one plus one, modulo vocab.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / max(args.warmup, 1)))
+    batches = gpt_text.Batches(gpt_text.load_corpus(), args.batch, args.seq, args.seed, rank)
+
+    zpp_stats = None
+    if args.stats_dir and dist.get_backend() == "zpp":
+        import zpp_torch
+
+        zpp_stats = zpp_torch.stats
+    elif args.stats_dir:
+        zpp_stats = preloaded_zpp_stats()
+    per_step = []
     lines = []
+    start = time.monotonic()
     for step in range(args.steps):
-        start = torch.randint(0, args.vocab, (args.batch, 1), generator=generator)
-        tokens = ((start + torch.arange(args.seq + 1)) % args.vocab).to(device)
-        logits = model(tokens[:, :-1])
-        loss = nn.functional.cross_entropy(logits.reshape(-1, args.vocab),
-                                           tokens[:, 1:].reshape(-1))
+        if step == args.die_at_step and rank == args.die_rank:
+            os.kill(os.getpid(), 9)
+        inputs, targets = (t.to(device) for t in batches.get(step))
+        loss = gpt_text.loss_of(model, inputs, targets)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        schedule.step()
         total = loss.detach().clone()
         dist.all_reduce(total)
-        lines.append(f"{step},{total.item() / dist.get_world_size():.6f}")
+        lines.append(f"{step},{total.item() / world:.8f},{time.monotonic() - start:.3f}")
+        if zpp_stats is not None:
+            per_step.append(zpp_stats())
+    if zpp_stats is not None:
+        os.makedirs(args.stats_dir, exist_ok=True)
+        with open(os.path.join(args.stats_dir, f"stats{rank}.json"), "w") as out:
+            json.dump({"rank": rank, "world": world, "steps": per_step}, out)
     if rank == 0:
         with open(args.csv, "w") as out:
-            out.write("step,loss\n" + "\n".join(lines) + "\n")
+            out.write("step,loss,seconds\n" + "\n".join(lines) + "\n")
         print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
-        try:
-            zpp = ctypes.CDLL(None)
-            epoch = ctypes.c_uint64(0)
-            zpp.zppGetStepEpoch(ctypes.byref(epoch))
-            print(f"zpp step epoch {epoch.value}")
-        except (OSError, AttributeError):
-            print("zpp not loaded")
+        if args.device == "cuda":
+            try:
+                zpp = ctypes.CDLL(None)
+                epoch = ctypes.c_uint64(0)
+                zpp.zppGetStepEpoch(ctypes.byref(epoch))
+                print(f"zpp step epoch {epoch.value}")
+            except (OSError, AttributeError):
+                print("zpp not loaded")
     dist.destroy_process_group()
 
 

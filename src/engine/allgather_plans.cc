@@ -7,7 +7,7 @@ namespace zpp::engine {
 namespace {
 
 codec::Format WeightFormat(const plan::Plan& plan) {
-  return codec::Format{plan.bits_inter, plan.block, /*rotate=*/false};
+  return codec::Format{plan.bits_inter, plan.block, plan.rotate};
 }
 
 // The bytes one rank contributes to the gathers: a piece, or the raw shard when unquantized.

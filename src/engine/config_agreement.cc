@@ -17,9 +17,10 @@ struct Agreed {
   const char* name;
   int64_t Config::*value;
 };
-constexpr std::array<Agreed, 10> kAgreed = {{
+constexpr std::array<Agreed, 11> kAgreed = {{
     {"ZPP_QWZ", &Config::qwz},
     {"ZPP_QWZ_BITS", &Config::qwz_bits},
+    {"ZPP_QWZ_ROTATE", &Config::qwz_rotate},
     {"ZPP_HPZ", &Config::hpz},
     {"ZPP_QGZ", &Config::qgz},
     {"ZPP_QGZ_BITS_INTRA", &Config::qgz_bits_intra},

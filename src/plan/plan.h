@@ -41,6 +41,7 @@ struct Shape {
 struct Settings {
   bool qwz = false;
   int qwz_bits = 8;
+  bool qwz_rotate = false;
   bool hpz = false;
   bool qgz = false;
   int qgz_bits_intra = 8;
@@ -73,6 +74,7 @@ struct Plan {
   int bits_intra = 0;                                 // 0: that stage is not quantized
   int bits_inter = 0;
   int block = 0;
+  bool rotate = false;  // qwZ pieces: Hadamard-rotated before quantizing (same size)
   // Bytes one rank sends off its node for this call (the busiest rank where nodes differ),
   // under this plan and under plain NCCL's ring, so that no plan moves more than plain.
   uint64_t off_node_bytes = 0;

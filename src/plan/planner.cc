@@ -27,6 +27,7 @@ Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, cons
   Plan plan;
   plan.plain_off_node_bytes = plain;
   plan.block = s.block;
+  plan.rotate = s.qwz && s.qwz_rotate;
   if (s.hpz && shape.hierarchical_allowed) {
     plan.bits_inter = s.qwz ? s.qwz_bits : 0;  // the kept partition holds pieces with qwZ
     if (hpz.hit) {
@@ -141,6 +142,7 @@ Settings SettingsFrom(const Config& config) {
   Settings s;
   s.qwz = config.qwz != 0;
   s.qwz_bits = static_cast<int>(config.qwz_bits);
+  s.qwz_rotate = config.qwz_rotate != 0;
   s.hpz = config.hpz != 0;
   s.qgz = config.qgz != 0;
   s.qgz_bits_intra = static_cast<int>(config.qgz_bits_intra);

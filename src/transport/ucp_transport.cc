@@ -43,10 +43,22 @@ UcpTransport::UcpTransport(int rank, int size, std::chrono::milliseconds timeout
 
 Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds timeout,
                             std::unique_ptr<UcpTransport>* out) {
-  ZPP_CHECK_ARG(launch.size <= (1 << kRankBits), "UCP transport: %d ranks, at most %d", launch.size,
-                1 << kRankBits);
-  std::unique_ptr<UcpTransport> transport(new UcpTransport(launch.rank, launch.size, timeout));
+  std::unique_ptr<UcpTransport> transport;
+  Address mine;
+  ZPP_CHECK(Open(launch.rank, launch.size, timeout, &transport, &mine));
+  std::vector<Address> all;
+  ZPP_CHECK(ExchangeAddresses(launch, mine, Clock::now() + timeout, &all));
+  ZPP_CHECK(transport->Connect(all));
+  *out = std::move(transport);
+  return ncclSuccess;
+}
 
+Result UcpTransport::Open(int rank, int size, std::chrono::milliseconds timeout,
+                          std::unique_ptr<UcpTransport>* out, Address* address_out) {
+  ZPP_CHECK_ARG(size >= 1 && size <= (1 << kRankBits), "UCP transport: %d ranks, 1 to %d", size,
+                1 << kRankBits);
+  ZPP_CHECK_ARG(rank >= 0 && rank < size, "UCP transport: rank %d of %d", rank, size);
+  std::unique_ptr<UcpTransport> transport(new UcpTransport(rank, size, timeout));
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) {
     ZPP_WARN("UCP: cannot read the UCX configuration (UCX_* variables)");
@@ -61,7 +73,7 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   params.features = UCP_FEATURE_TAG;
-  params.estimated_num_eps = static_cast<size_t>(launch.size);
+  params.estimated_num_eps = static_cast<size_t>(size);
   ucp_context_h context = nullptr;
   const ucs_status_t init = ucp_init(&params, config, &context);
   ucp_config_release(config);
@@ -90,19 +102,18 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
     return ncclSystemError;
   }
   const auto* first = reinterpret_cast<const std::byte*>(address);
-  const Address mine(first, first + address_bytes);
+  address_out->assign(first, first + address_bytes);
   ucp_worker_release_address(worker, address);
 
-  std::vector<Address> all;
-  ZPP_CHECK(ExchangeAddresses(launch, mine, Clock::now() + timeout, &all));
-  ZPP_CHECK(transport->Connect(all));
-  ZPP_INFO(kInit, "UCP transport: rank %d of %d connected", launch.rank, launch.size);
   *out = std::move(transport);
   return ncclSuccess;
 }
 
 Result UcpTransport::Connect(const std::vector<Address>& addresses) {
+  ZPP_CHECK_ARG(static_cast<int>(addresses.size()) == size_,
+                "UCP transport: %zu addresses for %d ranks", addresses.size(), size_);
   std::lock_guard<std::mutex> lock(mutex_);
+  ZPP_CHECK_ARG(peers_.empty(), "UCP transport of rank %d: connected twice", rank_);
   peers_.resize(size_);
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -119,6 +130,7 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
       return ncclSystemError;
     }
   }
+  ZPP_INFO(kInit, "UCP transport: rank %d of %d connected", rank_, size_);
   return ncclSuccess;
 }
 

@@ -28,6 +28,12 @@ class UcpTransport final : public Transport {
   // exchange through zpp-launch, an endpoint to every other rank. `timeout` bounds every wait.
   static Result Create(const LaunchInfo& launch, std::chrono::milliseconds timeout,
                        std::unique_ptr<UcpTransport>* out);
+  // The same in two steps, for a job that bootstraps some other way (torch.distributed's store):
+  // Open makes the context and worker and gives this rank's worker address; Connect takes every
+  // rank's, in rank order, once.
+  static Result Open(int rank, int size, std::chrono::milliseconds timeout,
+                     std::unique_ptr<UcpTransport>* out, Address* address);
+  Result Connect(const std::vector<Address>& addresses);
   ~UcpTransport() override;  // flushes and closes the endpoints (bounded), then the worker
   UcpTransport(const UcpTransport&) = delete;
   UcpTransport& operator=(const UcpTransport&) = delete;
@@ -62,7 +68,6 @@ class UcpTransport final : public Transport {
   };
 
   UcpTransport(int rank, int size, std::chrono::milliseconds timeout);
-  Result Connect(const std::vector<Address>& addresses);
 
   // The all-gather (every peer gets `send`) and the all-to-all (peer j gets piece j, pieces
   // `send_stride` apart) in one: receives posted first, then sends, then this rank's own piece.

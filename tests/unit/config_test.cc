@@ -82,6 +82,7 @@ std::vector<Case> AllCases() {
   auto add = [&](std::vector<Case> more) { cases.insert(cases.end(), more.begin(), more.end()); };
   add(BoolCases("ZPP_QWZ", "0"));
   add(BoolCases("ZPP_HPZ", "0"));
+  add(BoolCases("ZPP_QWZ_ROTATE", "0"));
   add(BoolCases("ZPP_QGZ", "0"));
   add(BoolCases("ZPP_STATS", "0"));
   add(BoolCases("ZPP_FENCE", "1"));

@@ -1,0 +1,174 @@
+// libzpp_cpu.so's C API (include/zpp/zpp_cpu.h): thin wrappers over cpu::CpuComm that catch
+// everything. The step epoch is read from libzpp.so (a DT_NEEDED of this library), so that one
+// process has one epoch whichever hook advances it.
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/c_boundary.h"
+#include "cpu_comm/cpu_comm.h"
+#include "plugin/torch/cpu_comm_registry.h"
+#include "zpp/zpp.h"
+#include "zpp/zpp_cpu.h"
+
+struct zppCpuComm {
+  std::shared_ptr<zpp::cpu::CpuComm> comm;
+  zpp::transport::Address address;
+};
+
+namespace {
+
+uint64_t LibzppEpoch() {
+  uint64_t epoch = 0;
+  if (zppGetStepEpoch(&epoch) != ncclSuccess) return 0;
+  return epoch;
+}
+
+zpp::Result CheckComm(zppCpuComm_t comm, const char* function) {
+  ZPP_CHECK_ARG(comm != nullptr && comm->comm != nullptr, "%s: comm is NULL", function);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZPP_API ncclResult_t zppCpuCommOpen(int rank, int nranks, zppCpuComm_t* comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(comm != nullptr, "zppCpuCommOpen: comm is NULL");
+    ZPP_CHECK_ARG(nranks >= 1 && rank >= 0 && rank < nranks, "zppCpuCommOpen: rank %d of %d", rank,
+                  nranks);
+    auto made = std::make_unique<zppCpuComm>();
+    std::unique_ptr<zpp::cpu::CpuComm> opened;
+    ZPP_CHECK(zpp::cpu::CpuComm::Open(rank, nranks, LibzppEpoch, &opened, &made->address));
+    made->comm = std::move(opened);
+    *comm = made.release();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommAddress(zppCpuComm_t comm, const void** address, size_t* bytes) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(address != nullptr && bytes != nullptr, "zppCpuCommAddress: NULL output");
+    *address = comm->address.data();
+    *bytes = comm->address.size();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommConnect(zppCpuComm_t comm, const void* addresses,
+                                       const size_t* bytes) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(addresses != nullptr && bytes != nullptr, "zppCpuCommConnect: NULL argument");
+    std::vector<zpp::transport::Address> all(comm->comm->size());
+    const auto* next = static_cast<const std::byte*>(addresses);
+    for (auto& address : all) {
+      const size_t length = *bytes++;
+      ZPP_CHECK_ARG(length > 0 && length <= zpp::transport::kMaxAddressBytes,
+                    "zppCpuCommConnect: an address of %zu bytes", length);
+      address.assign(next, next + length);
+      next += length;
+    }
+    ZPP_CHECK(comm->comm->Connect(all));
+    zpp::cpu::RegisterForStatsTable(comm->comm);
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommDestroy(zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    if (comm == nullptr) return ncclSuccess;
+    // The stats table keeps the counters; the transport goes with the last owner.
+    if (comm->comm != nullptr) zpp::cpu::KeepStatsOf(*comm->comm);
+    delete comm;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommTopology(zppCpuComm_t comm, int* nodes, int* local_size,
+                                        int* hierarchical, int* config_agreed) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(nodes != nullptr && local_size != nullptr && hierarchical != nullptr &&
+                      config_agreed != nullptr,
+                  "zppCpuCommTopology: NULL output");
+    const zpp::topology::Topology& topology = comm->comm->topology();
+    *nodes = topology.num_nodes();
+    *local_size = topology.num_ranks() > 0 ? topology.local_size(comm->comm->rank()) : 0;
+    *hierarchical = topology.hierarchical_allowed() ? 1 : 0;
+    *config_agreed = comm->comm->config_difference().empty() ? 1 : 0;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                     ncclDataType_t datatype, zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(sendcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+                  "zppCpuAllGather: NULL buffer");
+    return comm->comm->AllGather({sendbuff, recvbuff, sendcount, datatype});
+  });
+}
+
+ZPP_API ncclResult_t zppCpuReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                         ncclDataType_t datatype, zppCpuRedOp_t op, float premul,
+                                         zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(recvcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+                  "zppCpuReduceScatter: NULL buffer");
+    ZPP_CHECK_ARG(datatype == ncclFloat32 || datatype == ncclFloat16 || datatype == ncclBfloat16,
+                  "zppCpuReduceScatter: dtype %d is not fp32, fp16 or bf16",
+                  static_cast<int>(datatype));
+    zpp::engine::ReduceScatterArgs args{sendbuff, recvbuff, recvcount, datatype};
+    switch (op) {
+      case zppCpuSum:
+        args.reduction = zpp::plan::Reduction::kSum;
+        break;
+      case zppCpuAvg:
+        args.reduction = zpp::plan::Reduction::kAvg;
+        break;
+      case zppCpuPreMulSum:
+        args.reduction = zpp::plan::Reduction::kPreMulSum;
+        args.premul = premul;
+        break;
+      default:
+        ZPP_WARN("zppCpuReduceScatter: unknown reduction %d", static_cast<int>(op));
+        return ncclInvalidArgument;
+    }
+    return comm->comm->ReduceScatter(args);
+  });
+}
+
+ZPP_API ncclResult_t zppCpuAllGatherBytes(const void* sendbuff, void* recvbuff, size_t bytes,
+                                          zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(bytes == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+                  "zppCpuAllGatherBytes: NULL buffer");
+    return comm->comm->AllGatherBytes(sendbuff, recvbuff, bytes);
+  });
+}
+
+ZPP_API ncclResult_t zppCpuBroadcastBytes(void* buff, size_t bytes, int root, zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(bytes == 0 || buff != nullptr, "zppCpuBroadcastBytes: NULL buffer");
+    return comm->comm->Broadcast(buff, bytes, root);
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(stats != nullptr, "zppCpuCommGetStats: stats is NULL");
+    comm->comm->Snapshot(stats);
+    stats->step_epoch = LibzppEpoch();
+    return ncclSuccess;
+  });
+}
+
+}  // extern "C"

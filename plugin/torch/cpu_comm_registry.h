@@ -1,0 +1,15 @@
+// libzpp_cpu.so's communicators as the ZPP_STATS=1 table sees them: every connected one, its
+// counters read at exit, or at its destruction when it went earlier.
+#pragma once
+
+#include <memory>
+
+#include "cpu_comm/cpu_comm.h"
+
+namespace zpp::cpu {
+
+void RegisterForStatsTable(const std::shared_ptr<CpuComm>& comm);
+// Takes the final counters of a communicator about to be destroyed.
+void KeepStatsOf(const CpuComm& comm);
+
+}  // namespace zpp::cpu

@@ -1,0 +1,65 @@
+"""libzpp_cpu.so through ctypes: loading, signatures, and results turned into Python errors."""
+import ctypes
+import os
+
+from ._stats import Stats
+
+_LIBRARY_DIR = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
+
+# ncclResult_t
+_RESULTS = {
+    0: "ncclSuccess", 1: "ncclUnhandledCudaError", 2: "ncclSystemError",
+    3: "ncclInternalError", 4: "ncclInvalidArgument", 5: "ncclInvalidUsage",
+    6: "ncclRemoteError", 7: "ncclInProgress",
+}
+_REMOTE_ERROR = 6
+
+class ZppError(RuntimeError):
+    """A zpp collective failed; `result` is the ncclResult_t name."""
+
+    def __init__(self, what, result):
+        self.result = _RESULTS.get(result, f"result {result}")
+        hint = ""
+        if result == _REMOTE_ERROR:
+            hint = (" (a peer is gone or sent nothing for ZPP_TIMEOUT seconds; this "
+                    "communicator is broken, every later call fails at once)")
+        super().__init__(f"zpp: {what} failed: {self.result}{hint}")
+
+
+def library_path(name):
+    return os.path.join(_LIBRARY_DIR, name)
+
+
+def _load():
+    path = library_path("libzpp_cpu.so")
+    if not os.path.isfile(path):
+        raise ImportError(f"zpp_torch: {path} does not exist (build zpp with `make`)")
+    lib = ctypes.CDLL(path)
+    c = ctypes
+    comm = c.c_void_p
+    signatures = {
+        "zppCpuCommOpen": [c.c_int, c.c_int, c.POINTER(comm)],
+        "zppCpuCommAddress": [comm, c.POINTER(c.c_void_p), c.POINTER(c.c_size_t)],
+        "zppCpuCommConnect": [comm, c.c_char_p, c.POINTER(c.c_size_t)],
+        "zppCpuCommDestroy": [comm],
+        "zppCpuCommTopology": [comm] + [c.POINTER(c.c_int)] * 4,
+        "zppCpuAllGather": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, comm],
+        "zppCpuReduceScatter": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_float,
+                                comm],
+        "zppCpuAllGatherBytes": [c.c_void_p, c.c_void_p, c.c_size_t, comm],
+        "zppCpuBroadcastBytes": [c.c_void_p, c.c_size_t, c.c_int, comm],
+        "zppCpuCommGetStats": [comm, c.POINTER(Stats)],
+    }
+    for name, argtypes in signatures.items():
+        function = getattr(lib, name)
+        function.argtypes = argtypes
+        function.restype = c.c_int
+    return lib
+
+
+LIB = _load()
+
+
+def check(result, what):
+    if result != 0:
+        raise ZppError(what, result)

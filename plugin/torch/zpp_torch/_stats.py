@@ -1,0 +1,44 @@
+"""zppStats_t (include/zpp/zpp.h) through ctypes. No other import: the GPU training script loads
+this file alone to read a preloaded libzpp.so's stats."""
+import ctypes
+
+class Stats(ctypes.Structure):
+    """zppStats_t (include/zpp/zpp.h)."""
+    _fields_ = [
+        ("calls", ctypes.c_uint64 * 4),
+        ("input_bytes", ctypes.c_uint64 * 4),
+        ("passthrough", ctypes.c_uint64 * 13),
+        ("sent_bytes", ctypes.c_uint64 * 3),
+        ("hpz_hits", ctypes.c_uint64),
+        ("hpz_misses", ctypes.c_uint64),
+        ("hpz_verify_failures", ctypes.c_uint64),
+        ("step_epoch", ctypes.c_uint64),
+    ]
+
+    def as_dict(self, reason_names):
+        paths = ("pass-through", "qwz", "hpz", "qgz")
+        return {
+            "calls": dict(zip(paths, self.calls)),
+            "input_bytes": dict(zip(paths, self.input_bytes)),
+            "pass_through": {name: count for name, count in zip(reason_names, self.passthrough)
+                             if count},
+            "sent_bytes": {"intra_node": self.sent_bytes[0], "inter_node": self.sent_bytes[1],
+                           "inter_rack": self.sent_bytes[2]},
+            "hpz_hits": self.hpz_hits,
+            "hpz_misses": self.hpz_misses,
+            "hpz_verify_failures": self.hpz_verify_failures,
+            "step_epoch": self.step_epoch,
+        }
+
+
+def reason_names(library):
+    """zpp's names of the pass-through reasons, from libzpp.so (zppGetPassThroughReasonName)."""
+    function = library.zppGetPassThroughReasonName
+    function.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    function.restype = ctypes.c_int
+    names = []
+    for reason in range(len(Stats().passthrough)):
+        name = ctypes.c_char_p()
+        ok = function(reason, ctypes.byref(name)) == 0
+        names.append(name.value.decode() if ok else f"reason{reason}")
+    return names

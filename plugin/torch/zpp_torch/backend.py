@@ -1,0 +1,323 @@
+"""The torch.distributed backend `zpp` (CPU tensors) over libzpp_cpu.so.
+
+Every collective runs synchronously in the calling thread (ctypes releases the GIL) and returns
+a completed Work: the ranks call in the same order, as NCCL requires, and a failure is raised
+right there, naming the collective. torch 2.15 calls a Python backend's all_gather_single and
+reduce_scatter_single (FSDP2), and older torch _allgather_base and _reduce_scatter_base: both
+names are here.
+"""
+import ctypes
+import functools
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import Backend as _C10dBackend
+from torch._C._distributed_c10d import ReduceOp, _create_work_from_future
+from torch.futures import Future
+
+from . import epoch
+from ._library import LIB, ZppError, check
+from ._stats import Stats, reason_names
+
+BACKEND_NAME = "zpp"
+
+# torch dtype -> ncclDataType_t. Others are gathered as bytes (exact) and cannot be reduced.
+_NCCL_DTYPES = {
+    torch.int8: 0, torch.uint8: 1, torch.int32: 2, torch.uint32: 3, torch.int64: 4,
+    torch.uint64: 5, torch.float16: 6, torch.float32: 7, torch.float64: 8, torch.bfloat16: 9,
+}
+_NCCL_UINT8 = 1
+# What zpp's reduce-scatter reduces (the engine sums in fp32).
+_REDUCE_SCATTER_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# zppCpuRedOp_t
+_ZPP_SUM, _ZPP_AVG, _ZPP_PREMUL_SUM = 0, 1, 2
+
+_comms = []  # every live backend, for stats()
+
+
+@functools.cache
+def _reason_names():
+    return reason_names(epoch.libzpp())
+
+
+def _done(result):
+    future = Future()
+    future.set_result(result)
+    return _create_work_from_future(future)
+
+
+def _op_name(op):
+    return str(getattr(op, "op", op)).replace("RedOpType.", "ReduceOp.")
+
+
+def _premul_factor(op):
+    factor = op.factor
+    if isinstance(factor, torch.Tensor):
+        factor = factor.item()  # a CPU scalar: read now, as NCCL reads a device scalar
+    return float(factor)
+
+
+def _contiguous_target(output):
+    """Where a collective writes: `output` itself, or a contiguous buffer copied into it after."""
+    if output.is_contiguous():
+        return output
+    return torch.empty_like(output, memory_format=torch.contiguous_format)
+
+
+def _check_cpu(what, *tensors):
+    for tensor in tensors:
+        if tensor.device.type != "cpu":
+            raise ValueError(f"zpp backend: {what} got a tensor on {tensor.device}; "
+                             "zpp's torch backend takes CPU tensors (on GPUs, preload libzpp.so "
+                             "under NCCL)")
+
+
+class ZppBackend(_C10dBackend):
+    """One communicator of the zpp engine per process group."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._rank = rank
+        self._size = size
+        self._comm = ctypes.c_void_p()
+        check(LIB.zppCpuCommOpen(rank, size, ctypes.byref(self._comm)), "communicator set-up")
+        try:
+            self._connect(store, timeout)
+        except BaseException:
+            LIB.zppCpuCommDestroy(self._comm)
+            self._comm = None
+            raise
+        _comms.append(self)
+        epoch.install_step_hook()
+
+    def _connect(self, store, timeout):
+        # Bootstrap through the c10d store torch hands us (a prefix store per group): every rank
+        # publishes its UCP worker address, then reads everyone's.
+        address, length = ctypes.c_void_p(), ctypes.c_size_t()
+        check(LIB.zppCpuCommAddress(self._comm, ctypes.byref(address), ctypes.byref(length)),
+              "communicator set-up")
+        store.set(f"zpp/address/{self._rank}", ctypes.string_at(address, length.value))
+        store.wait([f"zpp/address/{r}" for r in range(self._size)], timeout)
+        addresses = [store.get(f"zpp/address/{r}") for r in range(self._size)]
+        lengths = (ctypes.c_size_t * self._size)(*[len(a) for a in addresses])
+        check(LIB.zppCpuCommConnect(self._comm, b"".join(addresses), lengths),
+              "communicator set-up")
+
+    def __del__(self):
+        comm = getattr(self, "_comm", None)
+        if comm is not None:
+            LIB.zppCpuCommDestroy(comm)
+            self._comm = None
+
+    # ---- what the backend is ----------------------------------------------------------------
+
+    def getBackendName(self):  # noqa: N802 (torch's name)
+        return BACKEND_NAME
+
+    def stats(self):
+        """This communicator's engine counters (zppStats_t as a dict)."""
+        raw = Stats()
+        check(LIB.zppCpuCommGetStats(self._comm, ctypes.byref(raw)), "stats")
+        return raw.as_dict(_reason_names())
+
+    def topology(self):
+        values = [ctypes.c_int() for _ in range(4)]
+        check(LIB.zppCpuCommTopology(self._comm, *[ctypes.byref(v) for v in values]), "topology")
+        nodes, local_size, hierarchical, agreed = (v.value for v in values)
+        return {"nodes": nodes, "local_size": local_size, "hierarchical": bool(hierarchical),
+                "config_agreed": bool(agreed)}
+
+    # ---- through the engine -----------------------------------------------------------------
+
+    def _all_gather_flat(self, output, input_, what):
+        _check_cpu(what, output, input_)
+        if output.dtype != input_.dtype:
+            raise TypeError(f"zpp backend: {what}: output {output.dtype} and input "
+                            f"{input_.dtype} differ")
+        if output.numel() != input_.numel() * self._size:
+            raise ValueError(f"zpp backend: {what}: output has {output.numel()} elements, "
+                             f"expected {self._size} x {input_.numel()}")
+        source, target = input_.contiguous(), _contiguous_target(output)
+        dtype = _NCCL_DTYPES.get(source.dtype)
+        count = source.numel()
+        if dtype is None:  # gathered as bytes: exact for any dtype
+            dtype, count = _NCCL_UINT8, source.numel() * source.element_size()
+        if count:
+            check(LIB.zppCpuAllGather(source.data_ptr(), target.data_ptr(), count, dtype,
+                                      self._comm), what)
+        if target is not output:
+            output.copy_(target)
+
+    def all_gather_single(self, output, input_, opts=None):
+        self._all_gather_flat(output, input_, "all_gather_single")
+        return _done([output])
+
+    _allgather_base = all_gather_single
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        for output, input_ in zip(outputs, inputs, strict=True):
+            self._all_gather_flat(output, input_, "allgather_into_tensor_coalesced")
+        return _done(outputs)
+
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+
+    def allgather(self, output_lists, inputs, opts=None):
+        if len(inputs) != 1 or len(output_lists) != 1:
+            raise ValueError("zpp backend: allgather takes one input tensor per process")
+        input_, outputs = inputs[0], output_lists[0]
+        if len(outputs) != self._size:
+            raise ValueError(f"zpp backend: allgather: {len(outputs)} outputs for "
+                             f"{self._size} ranks")
+        for output in outputs:
+            if output.shape != input_.shape or output.dtype != input_.dtype:
+                raise ValueError("zpp backend: allgather: every output must have the input's "
+                                 "shape and dtype")
+        flat = torch.empty((self._size,) + tuple(input_.shape), dtype=input_.dtype)
+        self._all_gather_flat(flat, input_, "allgather")
+        for output, piece in zip(outputs, flat):
+            output.copy_(piece)
+        return _done(output_lists)
+
+    def _reduce_scatter_flat(self, output, input_, opts, what):
+        _check_cpu(what, output, input_)
+        if input_.dtype not in _REDUCE_SCATTER_DTYPES or output.dtype != input_.dtype:
+            raise TypeError(f"zpp backend: {what} of {input_.dtype} into {output.dtype} is not "
+                            "supported (zpp reduces float32, float16 and bfloat16, output and "
+                            "input alike)")
+        if input_.numel() != output.numel() * self._size:
+            raise ValueError(f"zpp backend: {what}: input has {input_.numel()} elements, "
+                             f"expected {self._size} x {output.numel()}")
+        op = opts.reduceOp
+        premul = 1.0
+        if op == ReduceOp.SUM:
+            zpp_op = _ZPP_SUM
+        elif op == ReduceOp.AVG:
+            zpp_op = _ZPP_AVG
+        elif op.op == ReduceOp.RedOpType.PREMUL_SUM:
+            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)
+        else:
+            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "
+                             "(sum, avg, premul-sum)")
+        source, target = input_.contiguous(), _contiguous_target(output)
+        if output.numel():
+            check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
+                                          _NCCL_DTYPES[source.dtype], zpp_op, premul,
+                                          self._comm), what)
+        if target is not output:
+            output.copy_(target)
+
+    def reduce_scatter_single(self, output, input_, opts):
+        self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_single")
+        return _done([output])
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
+        for output, input_ in zip(outputs, inputs, strict=True):
+            self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_tensor_coalesced")
+        return _done(outputs)
+
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+
+    def reduce_scatter(self, outputs, input_lists, opts):
+        if len(outputs) != 1 or len(input_lists) != 1:
+            raise ValueError("zpp backend: reduce_scatter takes one output tensor per process")
+        if len(input_lists[0]) != self._size:
+            raise ValueError(f"zpp backend: reduce_scatter: {len(input_lists[0])} inputs for "
+                             f"{self._size} ranks")
+        flat = torch.cat([t.reshape(-1) for t in input_lists[0]])
+        self._reduce_scatter_flat(outputs[0], flat, opts, "reduce_scatter")
+        return _done(outputs)
+
+    # ---- exact ------------------------------------------------------------------------------
+
+    def _gather_all(self, tensor, what):
+        """Every rank's copy of `tensor`, stacked in rank order (exact bytes)."""
+        source = tensor.contiguous()
+        gathered = torch.empty((self._size,) + tuple(source.shape), dtype=source.dtype)
+        nbytes = source.numel() * source.element_size()
+        if nbytes:
+            check(LIB.zppCpuAllGatherBytes(source.data_ptr(), gathered.data_ptr(), nbytes,
+                                           self._comm), what)
+        return gathered
+
+    def _reduce(self, pieces, op, what):
+        """Reduces the rank-ordered pieces the same way on every rank."""
+        name = _op_name(op)
+        dtype = pieces.dtype
+        floating = dtype.is_floating_point or dtype.is_complex
+        integral = not floating and dtype != torch.bool
+        kind = op.op if hasattr(op, "op") else op
+        types = ReduceOp.RedOpType
+        supported = {
+            types.SUM: dtype != torch.bool,
+            types.AVG: floating,
+            types.PREMUL_SUM: floating,
+            types.PRODUCT: dtype != torch.bool,
+            types.MIN: not dtype.is_complex,
+            types.MAX: not dtype.is_complex,
+            types.BAND: integral or dtype == torch.bool,
+            types.BOR: integral or dtype == torch.bool,
+            types.BXOR: integral or dtype == torch.bool,
+        }
+        if not supported.get(kind, False):
+            raise TypeError(f"zpp backend: {what} with {name} on {dtype} is not supported")
+        rows = list(pieces)
+        if kind == types.PREMUL_SUM:
+            factor = _premul_factor(op)
+            rows = [row * factor for row in rows]
+        combine = {
+            types.SUM: torch.add, types.AVG: torch.add, types.PREMUL_SUM: torch.add,
+            types.PRODUCT: torch.mul, types.MIN: torch.minimum, types.MAX: torch.maximum,
+            types.BAND: torch.bitwise_and, types.BOR: torch.bitwise_or,
+            types.BXOR: torch.bitwise_xor,
+        }[kind]
+        result = functools.reduce(combine, rows)
+        if kind == types.AVG:
+            result = result / self._size
+        return result.to(dtype)
+
+    def allreduce(self, tensors, opts=None):
+        op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        for tensor in tensors:
+            _check_cpu("allreduce", tensor)
+            tensor.copy_(self._reduce(self._gather_all(tensor, "allreduce"), op, "allreduce"))
+        return _done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors, opts):
+        for tensor in tensors:
+            _check_cpu("broadcast", tensor)
+            buffer = tensor.contiguous()
+            nbytes = buffer.numel() * buffer.element_size()
+            if nbytes:
+                check(LIB.zppCpuBroadcastBytes(buffer.data_ptr(), nbytes, opts.rootRank,
+                                               self._comm), "broadcast")
+            if buffer is not tensor:
+                tensor.copy_(buffer)
+        return _done(tensors)
+
+    def barrier(self, opts=None):
+        self._gather_all(torch.zeros(1, dtype=torch.uint8), "barrier")
+        return _done([])
+
+
+def _create(dist_options, backend_options):
+    return ZppBackend(dist_options.store, dist_options.group_rank, dist_options.group_size,
+                      dist_options.timeout)
+
+
+def register():
+    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu"])
+
+
+def stats(group=None):
+    """The zpp engine's counters on `group`'s zpp backend (the default group when None)."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    backend = pg._get_backend(torch.device("cpu"))
+    if not isinstance(backend, ZppBackend):
+        raise ValueError("zpp_torch.stats: the group has no zpp backend")
+    return backend.stats()

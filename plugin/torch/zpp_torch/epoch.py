@@ -1,0 +1,60 @@
+"""The step epoch: hpZ may reuse a secondary partition only within one optimizer step.
+
+libzpp_cpu.so reads libzpp.so's epoch. Under tools/zpp-run, libzpp.so is preloaded and zpp-run's
+sitecustomize already advances it after every optimizer step; otherwise this registers the same
+global optimizer post-step hook, once per process, so an unmodified script needs nothing more.
+"""
+import ctypes
+import sys
+
+from ._library import library_path
+
+_installed = False
+
+
+def _preloaded_libzpp():
+    try:
+        library = ctypes.CDLL(None)
+        library.zppStepEpochAdvance  # noqa: B018 (a lookup: AttributeError when absent)
+        return library
+    except (OSError, AttributeError):
+        return None
+
+
+def libzpp():
+    """The libzpp.so whose epoch the engine reads: the preloaded one, else the one beside
+    libzpp_cpu.so (already loaded as its dependency)."""
+    library = _preloaded_libzpp() or ctypes.CDLL(library_path("libzpp.so"))
+    library.zppStepEpochAdvance.argtypes = [ctypes.c_void_p]
+    library.zppStepEpochAdvance.restype = ctypes.c_int
+    library.zppGetStepEpoch.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+    library.zppGetStepEpoch.restype = ctypes.c_int
+    return library
+
+
+def advance():
+    """Ends a step by hand (what the hook does); returns the new epoch."""
+    epoch = ctypes.c_uint64(0)
+    libzpp().zppStepEpochAdvance(ctypes.byref(epoch))
+    return epoch.value
+
+
+def current():
+    epoch = ctypes.c_uint64(0)
+    libzpp().zppGetStepEpoch(ctypes.byref(epoch))
+    return epoch.value
+
+
+def install_step_hook():
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    zpp_run = sys.modules.get("sitecustomize")
+    if _preloaded_libzpp() is not None and getattr(zpp_run, "_zpp", None) is not None:
+        return  # zpp-run's hook advances this same epoch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    library = libzpp()
+    register_optimizer_step_post_hook(
+        lambda *_args, **_kwargs: library.zppStepEpochAdvance(None))

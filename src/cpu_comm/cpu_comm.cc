@@ -1,0 +1,163 @@
+#include "cpu_comm/cpu_comm.h"
+
+#include <chrono>
+
+#include "config/config.h"
+#include "engine/backend_byte_all_gather.h"
+#include "engine/config_agreement.h"
+#include "engine/engine.h"
+#include "log/log.h"
+#include "sim/cluster_layout.h"
+#include "sim/sim_backend.h"
+#include "sim/sim_world.h"
+#include "topology/discovery.h"
+#include "topology/plan_shape.h"
+#include "transport/ucp_transport.h"
+
+namespace zpp::cpu {
+namespace {
+
+// The simulated cluster the grouping describes: node n is the topology's node n (numbered by
+// lowest rank), in its rack.
+sim::ClusterLayout LayoutOf(const topology::Topology& topology) {
+  sim::ClusterLayout layout;
+  layout.node_of_rank = topology.node_of_rank;
+  for (const topology::NodeInfo& node : topology.nodes) layout.rack_of_node.push_back(node.rack);
+  return layout;
+}
+
+}  // namespace
+
+CpuComm::CpuComm(int rank, int size, std::function<uint64_t()> epoch,
+                 std::unique_ptr<transport::UcpTransport> transport)
+    : rank_(rank),
+      size_(size),
+      epoch_(std::move(epoch)),
+      transport_(std::move(transport)),
+      stats_(&ProcessStats()) {}
+
+CpuComm::~CpuComm() {
+  // The engine's buffers and the stream's worker before the backend and world they use; the
+  // transport (endpoints, worker, context) last.
+  engine_.reset();
+  stream_.reset();
+  backend_.reset();
+  world_.reset();
+}
+
+Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
+                     std::unique_ptr<CpuComm>* out, transport::Address* address) {
+  ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output");
+  const std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
+  std::unique_ptr<transport::UcpTransport> transport;
+  ZPP_CHECK(transport::UcpTransport::Open(rank, size, timeout, &transport, address));
+  out->reset(new CpuComm(rank, size, std::move(epoch), std::move(transport)));
+  return ncclSuccess;
+}
+
+Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ == nullptr, "zpp cpu communicator (rank %d): connected twice", rank_);
+  ZPP_CHECK(transport_->Connect(addresses));
+
+  // The topology exchange needs a world to run on, and the world needs the topology: a flat
+  // one first, for the exchange only. Worlds on one transport follow each other safely (UCP
+  // matches equal tags in the order they were sent, and this exchange completes first).
+  const Config& config = GetConfig();
+  const config::EnvLookup env = config::ProcessEnvironment();
+  {
+    sim::SimWorld flat(sim::ClusterLayout::Uniform(1, size_), rank_, transport_);
+    sim::SimBackend backend(flat, rank_);
+    std::unique_ptr<Stream> stream;
+    ZPP_CHECK(backend.CreateStream(&stream));
+    BackendByteAllGather exchange(backend, *stream);
+    topology::LocalFacts local;
+    local.host = topology::DiscoverHostIdentity(env);
+    ZPP_CHECK(topology::DiscoverTopology(config, env, local, exchange, &topology_));
+    ZPP_CHECK(backend.AsyncError());
+  }
+
+  world_ = std::make_unique<sim::SimWorld>(LayoutOf(topology_), rank_, transport_);
+  backend_ = std::make_unique<sim::SimBackend>(*world_, rank_);
+  ZPP_CHECK(backend_->CreateStream(&stream_));
+  plan::Shape shape = topology::ShapeOf(topology_);
+  engine::ConfigAgreement agreement;
+  ZPP_CHECK(engine::AgreeOnConfiguration(*backend_, *stream_, config, &agreement));
+  ZPP_CHECK(backend_->AsyncError());
+  shape.config_agreed = agreement.agreed;
+  config_difference_ = agreement.first_difference;
+  engine::EngineOptions options = engine::OptionsFrom(config);
+  options.epoch = epoch_;
+  // As the plugin: the rack level only where a hierarchical plan may use it.
+  if (!(shape.config_agreed && shape.hierarchical_allowed &&
+        (options.settings.hpz || options.settings.qgz))) {
+    shape.rack_level_allowed = false;
+  }
+  engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
+  ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
+           topology_.num_nodes(), topology_.hierarchy_reason.c_str());
+  return ncclSuccess;
+}
+
+Result CpuComm::Finish(Result launched) {
+  // Whatever was enqueued must end before the caller's buffers may be touched again.
+  backend_->Synchronize(*stream_);
+  ZPP_CHECK(launched);
+  return backend_->AsyncError();
+}
+
+template <typename Body>
+Result CpuComm::Counted(Body&& body) {
+  std::array<uint64_t, zppNumLinks> before{};
+  for (int link = 0; link < zppNumLinks; ++link) {
+    before[link] = world_->SentBytes(rank_, static_cast<zppLink_t>(link));
+  }
+  const Result result = Finish(body());
+  for (int link = 0; link < zppNumLinks; ++link) {
+    const auto kind = static_cast<zppLink_t>(link);
+    stats_.AddSent(kind, world_->SentBytes(rank_, kind) - before[link]);
+  }
+  return result;
+}
+
+Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  return Counted([&] { return engine_->AllGather(args, *stream_); });
+}
+
+Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  return Counted([&] { return engine_->ReduceScatter(args, *stream_); });
+}
+
+Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  return Finish(backend_->AllGather(send, recv, bytes, GroupKind::kWorld, *stream_));
+}
+
+Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  ZPP_CHECK_ARG(root >= 0 && root < size_, "broadcast: root %d of %d ranks", root, size_);
+  if (rank_ != root) {
+    return Finish(backend_->Recv(data, bytes, root, GroupKind::kWorld, *stream_));
+  }
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const Result sent = backend_->Send(data, bytes, peer, GroupKind::kWorld, *stream_);
+    if (sent != ncclSuccess) return Finish(sent);
+  }
+  return Finish(ncclSuccess);
+}
+
+void CpuComm::Snapshot(zppStats_t* out) const { stats_.Snapshot(out); }
+
+}  // namespace zpp::cpu

@@ -1,0 +1,98 @@
+// zpp's engine for CPU processes without NCCL: one communicator of a job whose ranks are separate
+// processes on the sim backend, bound over UCX (UcpTransport). The torch.distributed backend
+// `zpp` (plugin/torch) makes one per process group. The ranks bootstrap elsewhere (torch's c10d
+// store): each opens its transport, publishes its address, and connects once it has everyone's.
+//
+// Set-up is what the plugin does on an NCCL communicator: the topology from the exchanged
+// records (ZPP_LOCAL_SIZE, ZPP_NODE_ID, host identity, racks), the configuration agreement, then
+// the engine with the process's ZPP_* settings. Every call is synchronous: it returns once this
+// rank's output is complete, or with the failure (ncclRemoteError when a peer is gone or
+// ZPP_TIMEOUT passed; every later call then fails at once).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/collective_args.h"
+#include "stats/stats.h"
+#include "topology/topology.h"
+#include "transport/bootstrap.h"
+#include "zpp/zpp.h"
+
+namespace zpp {
+class Stream;
+namespace engine {
+class Engine;
+}
+namespace sim {
+class SimBackend;
+class SimWorld;
+}  // namespace sim
+namespace transport {
+class UcpTransport;
+}
+}  // namespace zpp
+
+namespace zpp::cpu {
+
+class CpuComm {
+ public:
+  // Step 1: this rank's transport; `address` is what the other ranks need to reach it. `epoch`
+  // is the step epoch hpZ reuse follows (empty: this library's process epoch).
+  static Result Open(int rank, int size, std::function<uint64_t()> epoch,
+                     std::unique_ptr<CpuComm>* out, transport::Address* address);
+  ~CpuComm();
+  CpuComm(const CpuComm&) = delete;
+  CpuComm& operator=(const CpuComm&) = delete;
+
+  // Step 2, collective: every rank's address in rank order; then topology, agreement, engine.
+  Result Connect(const std::vector<transport::Address>& addresses);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Through the engine (plans, codecs, fence, hpZ cache), counted in stats().
+  Result AllGather(const engine::AllGatherArgs& args);
+  Result ReduceScatter(const engine::ReduceScatterArgs& args);
+  // Exact byte movement on the world group, outside the engine and its stats: what the
+  // backend's other collectives (all-reduce, broadcast, barrier) are made of.
+  Result AllGatherBytes(const void* send, void* recv, size_t bytes);
+  Result Broadcast(void* data, size_t bytes, int root);
+
+  // The engine's counters; sent_bytes are the bytes this rank sent over each link class in the
+  // engine's calls, pass-throughs included, as the sim counts them (exactly, NCCL's ring model;
+  // the plugin can only count the planner's prediction for the calls zpp runs).
+  void Snapshot(zppStats_t* out) const;
+  // The grouping, for the log and the stats table ("2 nodes x 2 ranks").
+  const topology::Topology& topology() const { return topology_; }
+  // Why the engine runs plain collectives only ("" when the settings agreed).
+  const std::string& config_difference() const { return config_difference_; }
+
+ private:
+  CpuComm(int rank, int size, std::function<uint64_t()> epoch,
+          std::unique_ptr<transport::UcpTransport> transport);
+  Result Finish(Result launched);  // waits for the stream, reports the first failure
+  template <typename Body>
+  Result Counted(Body&& body);
+
+  const int rank_;
+  const int size_;
+  const std::function<uint64_t()> epoch_;
+  std::shared_ptr<transport::UcpTransport> transport_;
+  std::unique_ptr<sim::SimWorld> world_;
+  std::unique_ptr<sim::SimBackend> backend_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<engine::Engine> engine_;
+  topology::Topology topology_;
+  std::string config_difference_;
+  StatsCounters stats_;
+  mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
+};
+
+}  // namespace zpp::cpu

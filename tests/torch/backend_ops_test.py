@@ -1,0 +1,165 @@
+"""The torch.distributed backend `zpp` on 4 CPU processes (2 simulated nodes of 2): every
+collective a training script, FSDP2 or DDP calls, checked against values computed here; the
+errors for what it does not support; the engine's stats.
+
+    tests/torch/run.sh BUILD tests/torch/backend_ops_test.py        (starts the 4 ranks)
+
+Each rank checks its own results and exits 0 only if all held; the launcher checks every rank
+exited 0 in time and prints what failed.
+"""
+import os
+import sys
+
+RANKS = 4
+
+
+def expect(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def expect_raises(error_type, words, call):
+    try:
+        call()
+    except error_type as error:
+        for word in words:
+            expect(word in str(error), f"error {error!r} should name {word!r}")
+        return
+    raise AssertionError(f"expected {error_type.__name__} naming {words}")
+
+
+def rank_main():
+    import torch
+    import torch.distributed as dist
+
+    import zpp_torch
+
+    dist.init_process_group("zpp")
+    rank, n = dist.get_rank(), dist.get_world_size()
+    expect(dist.get_backend() == "zpp", f"backend {dist.get_backend()}")
+
+    # all_gather_single (FSDP2's), every dtype the engine knows and one it does not (bytes).
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64,
+                  torch.int8, torch.bool, torch.complex64):
+        x = (torch.arange(5) + 10 * rank).to(dtype)
+        out = torch.empty(5 * n, dtype=dtype)
+        dist.all_gather_into_tensor(out, x)
+        want = torch.cat([(torch.arange(5) + 10 * r).to(dtype) for r in range(n)])
+        expect(torch.equal(out, want), f"all_gather_into_tensor {dtype}: {out}")
+    # In place, as FSDP2 gathers: the input is this rank's slice of the output.
+    out = torch.zeros(4 * n)
+    out[4 * rank:4 * rank + 4] = rank + 0.5
+    dist.all_gather_into_tensor(out, out[4 * rank:4 * rank + 4])
+    expect(torch.equal(out, torch.arange(n).repeat_interleave(4) + 0.5), f"in place: {out}")
+    # A large fp32 gather takes zpp's plan path in qwZ runs; plain here: bitwise.
+    big = torch.randn(1 << 18, generator=torch.Generator().manual_seed(rank))
+    out = torch.empty(n << 18)
+    work = dist.all_gather_into_tensor(out, big, async_op=True)
+    expect(work.wait() and work.get_future().done(), "async all-gather work")
+    for r in range(n):
+        expect(torch.equal(out[r << 18:(r + 1) << 18],
+                           torch.randn(1 << 18, generator=torch.Generator().manual_seed(r))),
+               f"large all-gather piece {r}")
+
+    # reduce_scatter_single: sum, avg, premul-sum; fp32, bf16.
+    for dtype in (torch.float32, torch.bfloat16):
+        inp = (torch.arange(3 * n) + rank).to(dtype)
+        total = sum(torch.arange(3 * n, dtype=torch.float64) + r for r in range(n))
+        mine = slice(3 * rank, 3 * rank + 3)
+        for op, scale in ((dist.ReduceOp.SUM, 1.0), (dist.ReduceOp.AVG, 1.0 / n),
+                          (dist._make_nccl_premul_sum(0.25), 0.25)):
+            out = torch.empty(3, dtype=dtype)
+            dist.reduce_scatter_tensor(out, inp, op=op)
+            want = (total[mine] * scale).to(dtype)
+            expect(torch.equal(out, want), f"reduce_scatter {dtype} {op}: {out} != {want}")
+    # List forms.
+    outs = [torch.empty(2, dtype=torch.int32) for _ in range(n)]
+    dist.all_gather(outs, torch.tensor([rank, -rank], dtype=torch.int32))
+    expect([o.tolist() for o in outs] == [[r, -r] for r in range(n)], f"all_gather {outs}")
+    out = torch.empty(2)
+    dist.reduce_scatter(out, [torch.full((2,), float(rank + r)) for r in range(n)])
+    expect(torch.equal(out, torch.full((2,), float(sum(rank2 + rank for rank2 in range(n))))),
+           f"reduce_scatter list {out}")
+
+    # Exact collectives.
+    for dtype in (torch.float32, torch.float64, torch.int64, torch.int32):
+        t = torch.tensor([rank + 1, 2 * rank], dtype=dtype)
+        dist.all_reduce(t)
+        expect(t.tolist() == [sum(r + 1 for r in range(n)), sum(2 * r for r in range(n))],
+               f"all_reduce sum {dtype}: {t}")
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    expect(t.item() == n - 1, f"all_reduce max {t}")
+    t = torch.tensor([rank + 1], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.PRODUCT)
+    expect(t.item() == 24, f"all_reduce product {t}")
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    expect(t.item() == sum(range(n)) / n, f"all_reduce avg {t}")
+    t = torch.tensor([rank, rank * 3], dtype=torch.int64).reshape(2, 1).t()  # not contiguous
+    dist.broadcast(t, src=2)
+    expect(t.tolist() == [[2, 6]], f"broadcast {t}")
+    objects = [None] * n
+    dist.all_gather_object(objects, {"rank": rank})
+    expect(objects == [{"rank": r} for r in range(n)], f"all_gather_object {objects}")
+    dist.barrier()
+
+    # Unsupported: a Python error naming the dtype or the op, on every rank alike (no hang).
+    expect_raises(TypeError, ["reduce_scatter", "torch.int64"], lambda: dist.reduce_scatter_tensor(
+        torch.empty(2, dtype=torch.int64), torch.zeros(2 * n, dtype=torch.int64)))
+    expect_raises(ValueError, ["ReduceOp.MAX"], lambda: dist.reduce_scatter_tensor(
+        torch.empty(2), torch.zeros(2 * n), op=dist.ReduceOp.MAX))
+    expect_raises(TypeError, ["ReduceOp.AVG", "torch.int64"], lambda: dist.all_reduce(
+        torch.zeros(2, dtype=torch.int64), op=dist.ReduceOp.AVG))
+    expect_raises(ValueError, ["expected"], lambda: dist.all_gather_into_tensor(
+        torch.empty(3), torch.empty(2)))
+    # The backend still works after those (nothing was sent).
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    expect(t.item() == n, "all_reduce after the errors")
+
+    # Sub-groups: each is its own communicator, bootstrapped through its own store prefix.
+    pair = dist.new_group([0, 1])
+    if rank < 2:
+        out = torch.empty(2 * 3)
+        dist.all_gather_into_tensor(out, torch.full((3,), float(rank)), group=pair)
+        expect(out.tolist() == [0.0] * 3 + [1.0] * 3, f"all-gather on ranks 0 and 1: {out}")
+        expect(zpp_torch.stats(pair)["calls"]["pass-through"] == 1, "sub-group stats")
+    odd_even = dist.new_group([1, 3, 0, 2])  # group rank 0 is world rank 1
+    t = torch.tensor([float(rank)])
+    dist.broadcast(t, src=1, group=odd_even)
+    expect(t.item() == 1.0, f"broadcast on a reordered group: {t}")
+
+    stats = zpp_torch.stats()
+    expect(sum(stats["calls"].values()) > 0, f"no engine call counted: {stats}")
+    expect(stats["sent_bytes"]["inter_node"] > 0, f"no inter-node bytes: {stats}")
+    topology = dist.distributed_c10d._get_default_group()._get_backend(
+        torch.device("cpu")).topology()
+    expect(topology == {"nodes": 2, "local_size": 2, "hierarchical": True,
+                        "config_agreed": True}, f"topology {topology}")
+    dist.destroy_process_group()
+    print(f"rank {rank}: all checks held")
+
+
+def main():
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+    from launch import Ranks
+
+    env = dict(os.environ, ZPP_LOCAL_SIZE="2", ZPP_TIMEOUT="30")
+    ranks = Ranks([os.path.realpath(__file__), "--rank"], RANKS, env=env)
+    hung = ranks.wait(timeout=240)
+    failed = False
+    for rank, code in enumerate(ranks.codes()):
+        if code != 0 or rank in hung:
+            failed = True
+            print(f"--- rank {rank}: exit {code}{' (hung, killed)' if rank in hung else ''}")
+            print(ranks.output(rank)[-4000:])
+    print("torch backend ops: " + ("FAILED" if failed else "every rank's checks held"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if "--rank" in sys.argv:
+        rank_main()
+    else:
+        sys.exit(main())
