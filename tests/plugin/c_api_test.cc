@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/common/run_command.h"
 #include "zpp/zpp.h"
 
 namespace {
@@ -66,3 +68,14 @@ TEST(CApiTest, ReasonNames) {
 }
 
 }  // namespace
+
+// zpp_torch reads zppStats_t through ctypes: its mirror must be exactly as large, or the C side
+// writes past the end of the Python buffer whenever the struct grows.
+TEST(CApiTest, TheTorchPackagesStatsMirrorHasTheStructsSize) {
+  const std::string command = std::string("cd ") + ZPP_SOURCE_DIR +
+                              "/plugin/torch/zpp_torch && python3 -c 'import ctypes, _stats; "
+                              "print(ctypes.sizeof(_stats.Stats))'";
+  const auto run = zpp::test::RunCommand(command);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(std::stoul(run.output), sizeof(zppStats_t));
+}

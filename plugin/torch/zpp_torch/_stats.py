@@ -13,6 +13,8 @@ class Stats(ctypes.Structure):
         ("hpz_misses", ctypes.c_uint64),
         ("hpz_verify_failures", ctypes.c_uint64),
         ("step_epoch", ctypes.c_uint64),
+        ("kernel_launches", ctypes.c_uint64 * 4),
+        ("collective_launches", ctypes.c_uint64 * 4),
     ]
 
     def as_dict(self, reason_names):
@@ -28,6 +30,8 @@ class Stats(ctypes.Structure):
             "hpz_misses": self.hpz_misses,
             "hpz_verify_failures": self.hpz_verify_failures,
             "step_epoch": self.step_epoch,
+            "kernel_launches": dict(zip(paths, self.kernel_launches)),
+            "collective_launches": dict(zip(paths, self.collective_launches)),
         }
 
 
