@@ -26,7 +26,10 @@ std::vector<CommStatsRow> Rows() {
 struct ExitReport {
   ~ExitReport() {
     if (GetConfig().stats == 0) return;
-    const std::string table = FormatStatsTable(Rows());
+    // A process that made no NCCL communicator (a launcher, a CPU-only rank) has nothing to say.
+    const std::vector<CommStatsRow> rows = Rows();
+    if (rows.empty()) return;
+    const std::string table = FormatStatsTable(rows);
     std::fputs(table.c_str(), stderr);
   }
 };

@@ -25,3 +25,16 @@ TEST(StatsExitTest, NoTableWithoutIt) {
 }
 
 }  // namespace
+
+namespace {
+
+// A process that made no communicator (a launcher under zpp-run --stats) prints no empty table.
+TEST(StatsExitTest, NoTableWithoutCommunicators) {
+  const std::string output =
+      zpp::test::RunCommand(std::string("ZPP_STATS=1 ZPP_NCCL_LIBRARY=") + ZPP_FAKE_NCCL + " " +
+                            ZPP_HOOK_TESTS + " --gtest_filter=HooksTest.NoSuchTest")
+          .output;
+  EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr("zpp stats")));
+}
+
+}  // namespace
