@@ -60,6 +60,8 @@ class CudaNcclBackend final : public Backend {
                      Stream& stream) override;
   Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
                            bool poison, uint32_t* failures, Stream& stream) override;
+  Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed, int32_t* pattern,
+                      uint64_t* hash, Stream& stream) override;
   Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;
   Result Quantize(codec::ConstTensorView input, const codec::Format& format,
                   const codec::Rounding& rounding, std::span<std::byte> piece,
