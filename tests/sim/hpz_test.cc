@@ -195,6 +195,23 @@ TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
             (std::vector<uint64_t>{0, 0, full, 0, full, 0, full, kRanks, full}));
 }
 
+// The known limit (README): a change that keeps every (count, dtype) in place cannot be seen on
+// the host before its hits. Layers of one size, layer 2's backward gather left out at step 3:
+// the gathers of layers 1 and 0 follow the agreed pattern to the partitions of layers 2 and 1,
+// fail verification on every rank and are NaN, never stale weights; reuse then goes off.
+TEST(HpzChangedSequenceTest, ShiftAmongCallsOfOneSizeIsNaNNeverStale) {
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  spec.steps = 6;
+  spec.missing_gather_step = 3;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs_per_rank, std::vector<int>(kRanks, 2));
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 2 * kRanks);
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 0}));
+}
+
 TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
   // Changed meaning: with reuse found from content, an epoch that never ends has no agreed
   // pattern, so nothing is reused and nothing fails (the pointer-keyed cache counted failures).
