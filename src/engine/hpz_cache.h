@@ -14,7 +14,9 @@
 // host's list of (count, dtype) per position; the ranks all-gather a 16-byte record (hash, calls,
 // failures) and read it, with the pattern, one epoch later, after an event that completed long
 // before: the only host wait, one per epoch, and reuse starts in the third epoch. Nothing ever
-// waits for a fingerprint on the collective path.
+// waits for a fingerprint on the collective path. (Reading the fingerprints themselves to the
+// host takes the same one-epoch delay and the agreement another: reuse would start an epoch
+// later; so the device derives the pattern and the host reads it with the record.)
 //
 // Every rank then follows the *agreed pattern* by position: the one all ranks derived
 // identically, with no verification failure anywhere. Identical shards of different layers
@@ -31,14 +33,18 @@
 // rank verifies only its own shard: weights changed on every rank without an epoch advance give
 // NaN on every rank on the spot, but a shard changed on one rank only gives NaN there while the
 // other ranks receive its old shard in that gather; every rank reports it (WARN naming the rank)
-// when that epoch's record is read, two advances later, and reuse is then off. A reuse pattern
-// that shifts among calls of one (count, dtype) cannot be seen on the host before the hit: its
-// hits fail verification (NaN, never stale weights).
+// when that epoch's record is read, two advances later, and reuse is then off (telling them on
+// the spot would put a collective across nodes into every hit, which hpZ exists to avoid). A
+// reuse pattern that shifts among calls of one (count, dtype) cannot be seen on the host before
+// the hit: its hits fail verification (NaN, never stale weights).
 //
-// Fingerprints are 64-bit (kernels/fingerprint_math.h): two different shards collide with
-// probability about 2^-64 per comparison. A wrong agreed reuse needs the same collision on every
-// rank; a missed change needs one on the changed rank in one hit: with 10^4 gathers per epoch
-// and 10^6 epochs, about 10^10 hits, under 10^-9 per training run.
+// Fingerprints are 64-bit (kernels/fingerprint_math.h, a sum of mixed words: not cryptographic,
+// so shards crafted to collide are out of scope): two different shards collide with probability
+// about 2^-64 = 5e-20. A collision on one rank only makes the ranks' patterns differ (reuse
+// pauses); a wrong agreed reuse needs the same collision on every rank at once, about 2^-64 per
+// rank multiplied. A changed shard goes unseen only if its hit collides: 5e-20 per such hit, so
+// 10^4 gathers per epoch over 10^6 epochs, all of them changed, would miss one with probability
+// 5e-10.
 //
 // Memory: kept partitions are bounded by `max_bytes` (ZPP_HPZ_MAX_MB); when full, the oldest
 // kept fill goes first, on every rank alike (same sizes, same agreed pattern).
