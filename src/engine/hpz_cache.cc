@@ -176,14 +176,15 @@ Result HpzCache::ExchangeRecord(Stream& stream) {
   auto* send = static_cast<std::byte*>(exchange_send_->data());
   auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_->data()) +
                                              ranks * sizeof(EpochRecord));
-  ZPP_CHECK(fingerprints_.fence().BeginRead(stream));
+  // The fence's exclusive side (see AllGather): waits for every call's slot, on every stream.
+  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));
   ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,
                                   ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),
                                   stream));
-  ZPP_CHECK(fingerprints_.fence().EndRead(stream));
+  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));
   ZPP_CHECK(
       backend_.CopyFromHost(send + offsetof(EpochRecord, calls), &calls, sizeof(calls), stream));
-  // After the last hit's verification: the fingerprint fence ordered every call before this.
+  // After every hit's verification: the fingerprint fence ordered every call before this.
   ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures), failures_->data(),
                             sizeof(uint32_t), stream));
   ZPP_CHECK(
@@ -263,8 +264,11 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
                                          ShardBytes(args)};
   const bool slot = static_cast<size_t>(position) < capacity_;
   if (slot) {
+    // Calls write distinct slots, so they take the fence's shared side and need not wait for
+    // each other; the pattern at the advance takes the exclusive side and waits for them all. A
+    // hit reads its fill's slot in order through the partition's own fence.
+    ZPP_CHECK(fingerprints_.fence().BeginRead(stream));
     // Before the gather: FSDP2's input lies inside the output.
-    ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));
     ZPP_CHECK(backend.Fingerprint(shard, FingerprintSlot(position), stream));
   }
   if (root >= 0) {
@@ -280,7 +284,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
         {args.recv, args.dtype, args.count * static_cast<size_t>(shape.world)}, /*poison=*/true,
         static_cast<uint32_t*>(failures_->data()), stream));
     ZPP_CHECK(entry.lease.fence().EndRead(stream));
-    ZPP_CHECK(fingerprints_.fence().EndWrite(stream));
+    ZPP_CHECK(fingerprints_.fence().EndRead(stream));
     if (agreed_.last_use[root] == position) entries_.erase(kept);  // no later reuse
     return ncclSuccess;
   }
@@ -309,7 +313,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     ZPP_CHECK(entry.lease.fence().EndWrite(stream));
     entries_[position] = std::move(entry);
   }
-  if (slot) ZPP_CHECK(fingerprints_.fence().EndWrite(stream));
+  if (slot) ZPP_CHECK(fingerprints_.fence().EndRead(stream));
   return staging.Finish();
 }
 
