@@ -106,7 +106,7 @@ class HpzCache {
   Result HarvestAgreement();
   Result ExchangeRecord(Stream& stream);
   AgreedPattern BuildAgreed(const std::vector<int32_t>& pattern) const;
-  // Whether call `position` of (count, dtype) is a hit, after noting a departure.
+  // The kept fill whose partition call `position` reuses, or -1 (a fill); notes a departure.
   int PlannedRoot(int position, const CallShape& call);
   void MakeRoom(size_t bytes);
   uint64_t ShapesHash(const std::vector<CallShape>& shapes) const;
