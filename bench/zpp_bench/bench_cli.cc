@@ -112,6 +112,15 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
                  "step mode: the replayed model's size; every unit is scaled by one factor")
       ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32))
       ->capture_default_str();
+  app.add_option("--step-buffers", cli.step_buffers,
+                 "step mode: all-gather buffers, dedicated (one per layer) or framework (a "
+                 "caching allocator's recycled blocks, input inside the output as FSDP2)")
+      ->check(CLI::IsMember({"dedicated", "framework"}))
+      ->capture_default_str();
+  app.add_option("--micro-batches", cli.micro_batches,
+                 "step mode: forward and backward passes per optimizer step (one step epoch)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--json", cli.json_path, "also write the results as JSON to this file");
   app.add_flag("--project", cli.project,
                "print the cost model's projected step communication time for --step-model on "

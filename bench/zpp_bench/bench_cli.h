@@ -37,6 +37,8 @@ struct BenchCli {
   std::vector<std::string> step_configs;
   int steps = 4;
   uint64_t step_elements = uint64_t{1} << 20;
+  std::string step_buffers = "dedicated";  // step::InputBuffersName
+  int micro_batches = 1;
   // Output.
   std::string json_path;
   // The projection (cost model); its flags are in projection_cli.h.

@@ -50,6 +50,10 @@ nlohmann::json StepJson(const step::StepFigures& f) {
       {"gradient_rel_l2_err", f.gradient_rel_l2},
       {"replayed_elements", f.replayed_elements},
       {"scale_factor", f.scale_factor},
+      {"buffers", f.buffers},
+      {"micro_batches", f.micro_batches},
+      {"hpz_hits", f.hpz_hits},
+      {"hpz_verify_failures", f.hpz_verify_failures},
   };
 }
 

@@ -134,11 +134,15 @@ int Main(int argc, char** argv) {
     step_options.base.min_bytes = 0;  // every unit through its plan, as the README's table
     step_options.steps = cli.steps;
     step_options.max_elements = cli.step_elements;
+    step::ParseInputBuffers(cli.step_buffers, &step_options.buffers);  // checked by the CLI
+    step_options.micro_batches = cli.micro_batches;
     std::printf(
         "\n# step mode: ZeRO-3 steps (forward all-gathers, backward all-gathers, "
-        "reduce-scatters), bf16, %d steps, volume from step 2 on; models scaled down by "
-        "one factor per model to at most %llu parameters\n",
-        cli.steps, static_cast<unsigned long long>(cli.step_elements));
+        "reduce-scatters), bf16, %d steps of %d micro-batch(es), %s buffers, volume per "
+        "optimizer step from step 2 on; models scaled down by one factor per model to at most "
+        "%llu parameters\n",
+        cli.steps, cli.micro_batches, cli.step_buffers.c_str(),
+        static_cast<unsigned long long>(cli.step_elements));
     std::fputs(StepTableHeader().c_str(), stdout);
     auto print = [](const step::StepFigures& figures) {
       std::fputs(StepTableRow(figures).c_str(), stdout);

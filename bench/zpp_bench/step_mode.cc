@@ -19,6 +19,8 @@ Result RunStepMode(const StepModeOptions& options,
     spec.layout = options.layout;
     spec.steps = options.steps;
     spec.max_elements = options.max_elements;
+    spec.buffers = options.buffers;
+    spec.micro_batches = options.micro_batches;
     for (const std::string& config : configs) {
       spec.settings = options.base;
       ZPP_CHECK(step::ParseMode(config, &spec.settings));

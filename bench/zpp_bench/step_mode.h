@@ -19,6 +19,8 @@ struct StepModeOptions {
   plan::Settings base;  // block; min_bytes (0: every unit through its plan)
   int steps = 4;
   uint64_t max_elements = uint64_t{1} << 20;
+  step::InputBuffers buffers = step::InputBuffers::kDedicated;
+  int micro_batches = 1;
 };
 
 Result RunStepMode(const StepModeOptions& options,

@@ -46,14 +46,17 @@ std::string TableRow(const Row& row) {
 }
 
 std::string StepTableHeader() {
-  return Format("#%7s %18s %16s %10s %10s %10s %12s\n", "model", "config", "inter-node B/step",
-                "relative", "weight-L2", "grad-L2", "scaled 1/x");
+  return Format("#%7s %18s %16s %10s %10s %10s %12s %9s %11s\n", "model", "config",
+                "inter-node B/step", "relative", "weight-L2", "grad-L2", "scaled 1/x", "hpZ hits",
+                "verify-fail");
 }
 
 std::string StepTableRow(const step::StepFigures& f) {
-  return Format("%8s %18s %16.0f %10.3f %9.2f%% %9.2f%% %12.0f\n", f.model.c_str(),
+  return Format("%8s %18s %16.0f %10.3f %9.2f%% %9.2f%% %12.0f %9llu %11llu\n", f.model.c_str(),
                 f.config.c_str(), f.inter_node_bytes_per_step, f.relative_volume,
-                100 * f.weight_rel_l2, 100 * f.gradient_rel_l2, f.scale_factor);
+                100 * f.weight_rel_l2, 100 * f.gradient_rel_l2, f.scale_factor,
+                static_cast<unsigned long long>(f.hpz_hits),
+                static_cast<unsigned long long>(f.hpz_verify_failures));
 }
 
 std::string StepSummaryLine(const step::StepFigures& f, double plain_relative_volume) {

@@ -127,6 +127,11 @@ class Backend {
   virtual Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
                                    codec::TensorView output, bool poison, uint32_t* failures,
                                    Stream& stream) = 0;
+  // hpZ's reuse pattern of an epoch from its calls' fingerprints (codec/reuse_pattern.h), as
+  // device work: pattern[i] (int32, device memory) and *hash, so that no host waits for the
+  // fingerprints.
+  virtual Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
+                              int32_t* pattern, uint64_t* hash, Stream& stream) = 0;
 
   // data *= *scalar, element-wise in fp32; the scalar (of data.dtype, in device memory) is read
   // when the work runs, as NCCL reads an ncclScalarDevice pre-multiplier.

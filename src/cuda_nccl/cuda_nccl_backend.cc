@@ -5,6 +5,7 @@
 #include "kernels/codec_kernels.h"
 #include "kernels/engine_kernels.h"
 #include "kernels/float_convert.h"
+#include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::cuda {
 namespace {
@@ -256,6 +257,11 @@ Result CudaNcclBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* a
                                           Stream& stream) {
   CountKernel();
   return codec::gpu::VerifyFingerprint(now, at_fill, output, poison, failures, HandleOf(stream));
+}
+
+Result CudaNcclBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
+                                     int32_t* pattern, uint64_t* hash, Stream& stream) {
+  return codec::gpu::ReusePattern(fingerprints, calls, seed, pattern, hash, HandleOf(stream));
 }
 
 Result CudaNcclBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar,

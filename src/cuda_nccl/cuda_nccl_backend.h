@@ -64,6 +64,8 @@ class CudaNcclBackend final : public Backend {
                      Stream& stream) override;
   Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
                            bool poison, uint32_t* failures, Stream& stream) override;
+  Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed, int32_t* pattern,
+                      uint64_t* hash, Stream& stream) override;
   Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;
   Result QuantizeBatch(codec::ConstTensorView input, size_t count, const codec::BatchMap& map,
                        const codec::Format& format, const codec::Rounding& rounding,

@@ -1,27 +1,59 @@
 // hpZ's secondary partitions and the agreed decision to reuse them (DESIGN.md, contract 7).
 //
-// A secondary partition (the output of a hierarchical all-gather's inter-node stage) is kept,
-// per call position in the step epoch, so that a later all-gather of the same weights in the
-// same epoch runs its intra-node stage only. Whether call i reuses the partition of call j is
-// never decided from a rank-local pointer: every rank follows the *agreed pattern*, the list of
-// (i -> j) reuses that all ranks observed identically in an earlier epoch, with no verification
-// failure in it. Each rank derives its own would-be pattern from (pointer, count, dtype) keys;
-// at each epoch advance the ranks exchange a hash of it and their failure count (16 bytes per
-// rank), and read the exchange one epoch later, when it has long completed: so reuse starts in
-// the third epoch, and stops for good on every rank after a disagreement or a failure.
+// A secondary partition (the output of a hierarchical all-gather's inter-node stage) can be
+// kept so that a later all-gather of the same weights in the same step epoch runs its
+// intra-node stage only (a hit). Which earlier call a call may reuse comes from the shard's
+// *content*, never its address: FSDP2 gathers in place into a fresh allocation every call and
+// DeepSpeed from fresh flat buffers, so one address carries many layers in a step and one layer
+// many addresses.
 //
-// Every reuse is checked on the device: the fingerprint of the rank's current shard must equal
-// the one taken when the partition was filled, or the output is filled with NaN and counted. A
-// would-be reuse that is not taken (the first epochs, or reuse off) is checked the same way
-// without poisoning, so misuse shows up before any reuse: weights updated without advancing the
-// epoch, one all-gather input buffer reused for several layers, ranks whose pointers differ.
+// Per epoch, every hierarchical all-gather writes the fingerprint of its input shard (count x
+// element size bytes, on the device) into its position's slot. At the next epoch advance the
+// device derives the epoch's *content pattern* from those slots (call i reuses the latest
+// earlier call j with the same fingerprint; codec/reuse_pattern.h) and its hash, bound to the
+// host's list of (count, dtype) per position; the ranks all-gather a 16-byte record (hash, calls,
+// failures) and read it, with the pattern, one epoch later, after an event that completed long
+// before: the only host wait, one per epoch, and reuse starts in the third epoch. Nothing ever
+// waits for a fingerprint on the collective path. (Reading the fingerprints themselves to the
+// host takes the same one-epoch delay and the agreement another: reuse would start an epoch
+// later; so the device derives the pattern and the host reads it with the record.)
+//
+// Every rank then follows the *agreed pattern* by position: the one all ranks derived
+// identically, with no verification failure anywhere. Identical shards of different layers
+// (LayerNorm weights all ones, zero biases) are fine: when every rank sees the same equalities,
+// reusing either partition gives the same bytes; when ranks differ, the hashes differ and reuse
+// pauses. A call whose (count, dtype) differs from the agreed one at its position, or a call past
+// the agreed length, *departs*: the rest of the epoch runs full hierarchical gathers, and reuse
+// resumes when a later epoch's pattern is agreed (a changed call sequence is normal). A fill is
+// kept only when the agreed pattern reuses it later, and dropped after its last reuse.
+//
+// Every hit is verified on the device: the fingerprint of the rank's current shard must equal the
+// one taken at the fill, or the output is filled with NaN and counted; failures go into the next
+// record, and once any rank reports one, reuse goes off for good on every rank with a WARN. A
+// rank verifies only its own shard: weights changed on every rank without an epoch advance give
+// NaN on every rank on the spot, but a shard changed on one rank only gives NaN there while the
+// other ranks receive its old shard in that gather; every rank reports it (WARN naming the rank)
+// when that epoch's record is read, two advances later, and reuse is then off (telling them on
+// the spot would put a collective across nodes into every hit, which hpZ exists to avoid). A
+// reuse pattern that shifts among calls of one (count, dtype) cannot be seen on the host before
+// the hit: its hits fail verification (NaN, never stale weights).
+//
+// Fingerprints are 64-bit (kernels/fingerprint_math.h, a sum of mixed words: not cryptographic,
+// so shards crafted to collide are out of scope): two different shards collide with probability
+// about 2^-64 = 5e-20. A collision on one rank only makes the ranks' patterns differ (reuse
+// pauses); a wrong agreed reuse needs the same collision on every rank at once, about 2^-64 per
+// rank multiplied. A changed shard goes unseen only if its hit collides: 5e-20 per such hit, so
+// 10^4 gathers per epoch over 10^6 epochs, all of them changed, would miss one with probability
+// 5e-10.
+//
+// Memory: kept partitions are bounded by `max_bytes` (ZPP_HPZ_MAX_MB); when full, the oldest
+// kept fill goes first, on every rank alike (same sizes, same agreed pattern).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "engine/collective_args.h"
@@ -47,49 +79,68 @@ class HpzCache {
   // Reports (WARN, stats) verification failures the device has counted since the last look.
   void PollFailures();
 
+  // An agreed pattern is being followed (reuse on, not paused).
   bool reuse_trusted() const { return trusted_; }
+  // Off for good after a verification failure on any rank.
   bool reuse_disabled() const { return disabled_; }
   uint64_t kept_bytes() const;
 
  private:
-  struct Entry {
-    BufferLease lease;  // secondary partition, then its fill fingerprint (8 bytes)
-    size_t secondary_bytes = 0;
+  struct CallShape {
     uint64_t count = 0;
-    ncclDataType_t dtype = ncclFloat32;
-    uint64_t* fingerprint() const;
+    int dtype = 0;
+    bool operator==(const CallShape&) const = default;
   };
-  using LocalKey = std::tuple<const void*, uint64_t, int>;
+  struct Entry {
+    BufferLease lease;  // the secondary partition
+    CallShape shape;
+  };
+  // What every rank follows while trusted, per position of the epoch.
+  struct AgreedPattern {
+    std::vector<CallShape> shapes;
+    std::vector<int> root;      // the fill whose partition serves this call, -1 for a fill
+    std::vector<int> last_use;  // a fill's last reusing position, -1 when never reused
+  };
 
-  Result StartEpoch(Stream& stream, uint64_t epoch);
+  Result StartEpoch(PlanContext& context, uint64_t epoch);
   Result HarvestAgreement();
   Result ExchangeRecord(Stream& stream);
+  AgreedPattern BuildAgreed(const std::vector<int32_t>& pattern) const;
+  // The kept fill whose partition call `position` reuses, or -1 (a fill); notes a departure.
+  int PlannedRoot(int position, const CallShape& call);
   void MakeRoom(size_t bytes);
-  uint64_t PatternHash() const;
+  uint64_t ShapesHash(const std::vector<CallShape>& shapes) const;
+  uint64_t* FingerprintSlot(int position) const;
 
   Backend& backend_;
   const uint64_t max_bytes_;
   StatsCounters& stats_;
   std::function<uint64_t()> epoch_source_;
 
+  // This epoch.
   bool started_ = false;
   uint64_t epoch_ = 0;
-  std::map<int, Entry> entries_;       // by fill position, this epoch
-  std::map<LocalKey, int> last_fill_;  // this rank's key -> latest fill position, this epoch
-  std::vector<int> pattern_;           // this epoch: the would-be source of each position
-  std::vector<std::pair<uint64_t, int>> shapes_;  // this epoch: (count, dtype) per position
+  std::vector<CallShape> shapes_;  // per position
+  BufferLease fingerprints_;       // per position, device memory, fenced
+  size_t capacity_ = 0;            // positions fingerprints_ has room for
+  bool departed_ = false;
+  std::map<int, Entry> entries_;  // kept partitions by fill position
 
+  // Agreement.
   bool trusted_ = false;
   bool disabled_ = false;
-  std::vector<int> agreed_;  // the pattern every rank follows while trusted
+  bool warned_disagreement_ = false;
+  AgreedPattern agreed_;
 
-  std::unique_ptr<DeviceMemory> failures_;  // device counter for this epoch, host-visible
+  std::unique_ptr<DeviceMemory> failures_;  // device counter, cumulative, host-visible
   uint32_t failures_reported_ = 0;
-  std::unique_ptr<DeviceMemory> exchange_send_;
-  std::unique_ptr<DeviceMemory> exchange_recv_;
+  std::unique_ptr<DeviceMemory> exchange_send_;  // this rank's record
+  std::unique_ptr<DeviceMemory> harvest_;        // all ranks' records, then the pattern
+  size_t harvest_pattern_capacity_ = 0;
   std::unique_ptr<Event> exchange_done_;
   bool exchange_pending_ = false;
-  std::vector<int> exchanged_pattern_;
+  std::vector<CallShape> exchanged_shapes_;
+  uint32_t exchanged_pattern_calls_ = 0;  // pattern entries the device derived
   uint64_t exchanged_epoch_ = 0;
 };
 

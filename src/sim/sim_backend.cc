@@ -10,6 +10,7 @@
 #include "codec/batch.h"
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "codec/reuse_pattern.h"
 
 namespace zpp::sim {
 namespace {
@@ -276,6 +277,13 @@ Result SimBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fil
       codec::StoreElements(output.data, output.dtype, 0, output.count, nan.data());
     }
     return ncclSuccess;
+  });
+}
+
+Result SimBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
+                                int32_t* pattern, uint64_t* hash, Stream& stream) {
+  return LaunchChecked(stream, [=] {
+    return codec::ReusePattern({fingerprints, calls}, seed, {pattern, calls}, hash);
   });
 }
 

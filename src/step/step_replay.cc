@@ -1,7 +1,6 @@
 #include "step/step_replay.h"
 
 #include "step/mode.h"
-#include "step/training_step.h"
 
 namespace zpp::step {
 
@@ -22,6 +21,8 @@ Result ReplaySteps(const StepReplaySpec& spec, StepFigures* out) {
   training.layer_counts = scaled.shard_counts;
   training.dtype = spec.dtype;
   training.steps = spec.steps;
+  training.buffers = spec.buffers;
+  training.micro_batches = spec.micro_batches;
   const TrainingResult result = RunTraining(training);
   ZPP_CHECK_ARG(result.failures == 0, "step mode: %d collectives failed replaying %s with %s",
                 result.failures, spec.model.name.c_str(), ModeName(spec.settings).c_str());
@@ -37,6 +38,13 @@ Result ReplaySteps(const StepReplaySpec& spec, StepFigures* out) {
     figures.replayed_elements += count * static_cast<uint64_t>(spec.layout.world_size());
   }
   figures.scale_factor = scaled.factor;
+  figures.buffers = std::string(InputBuffersName(spec.buffers));
+  figures.micro_batches = spec.micro_batches;
+  figures.hpz_hits = result.hits;
+  figures.hpz_verify_failures = result.verify_failures;
+  figures.hpz_hits_per_step = result.hits_per_step;
+  figures.output_digest = result.output_digest;
+  figures.nan_outputs = result.nan_outputs;
   *out = figures;
   return ncclSuccess;
 }

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "plan/plan.h"
 #include "sim/cluster_layout.h"
 #include "step/model_shapes.h"
+#include "step/training_step.h"
 
 namespace zpp::step {
 
@@ -19,17 +21,27 @@ struct StepReplaySpec {
   ncclDataType_t dtype = ncclBfloat16;
   int steps = 4;  // the volume is the mean over steps 2.. (hpZ reuse is agreed from step 2)
   uint64_t max_elements = uint64_t{1} << 20;  // the replayed model's size (ScaleForSim)
+  InputBuffers buffers = InputBuffers::kDedicated;
+  int micro_batches = 1;  // forward + backward passes per optimizer step (one step epoch)
 };
 
 struct StepFigures {
   std::string model;
   std::string config;  // ModeName of the settings: "nccl", "zero++", "qwz8+hpz", ...
   double inter_node_bytes_per_step = 0;  // off-node bytes of all ranks, replayed model
-  double relative_volume = 0;            // in plain all-gathers of the model: 3.0 for ZeRO-3
-  double weight_rel_l2 = 0;              // gathered weights against the exact ones
-  double gradient_rel_l2 = 0;            // reduce-scattered gradients against fp64 sums
-  uint64_t replayed_elements = 0;        // the replayed model's parameters
-  double scale_factor = 1;               // full-size parameters / replayed parameters
+  // Per optimizer step, in plain all-gathers of the model: 3.0 for ZeRO-3 (3.0 x micro-batches).
+  double relative_volume = 0;
+  double weight_rel_l2 = 0;           // gathered weights against the exact ones
+  double gradient_rel_l2 = 0;         // reduce-scattered gradients against fp64 sums
+  uint64_t replayed_elements = 0;     // the replayed model's parameters
+  double scale_factor = 1;            // full-size parameters / replayed parameters
+  std::string buffers = "dedicated";  // InputBuffersName
+  int micro_batches = 1;
+  uint64_t hpz_hits = 0;             // all ranks, all steps
+  uint64_t hpz_verify_failures = 0;  // all ranks, all steps
+  std::vector<uint64_t> hpz_hits_per_step;
+  uint64_t output_digest = 0;  // every all-gather output of every rank (TrainingResult)
+  int nan_outputs = 0;
 };
 
 // Fails when the replay reported a failed collective or has no steady step.

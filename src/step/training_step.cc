@@ -7,10 +7,12 @@
 #include <mutex>
 #include <random>
 
+#include "codec/codec.h"
 #include "codec/element_io.h"
 #include "engine/engine.h"
 #include "epoch/step_epoch.h"
 #include "sim/sim_backend.h"
+#include "step/caching_allocator.h"
 
 namespace zpp::step {
 namespace {
@@ -38,6 +40,41 @@ struct ErrorSum {
 
 }  // namespace
 
+std::string_view InputBuffersName(InputBuffers buffers) {
+  return buffers == InputBuffers::kFramework ? "framework" : "dedicated";
+}
+
+bool ParseInputBuffers(std::string_view name, InputBuffers* out) {
+  for (InputBuffers b : {InputBuffers::kDedicated, InputBuffers::kFramework}) {
+    if (name == InputBuffersName(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+bool Selects(int selector, int rank) { return selector == kAllRanks || selector == rank; }
+
+// The value of element i of `rank`'s shard of `layer` in `step`, as the replay sets it.
+float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, size_t i,
+                 bool tampered) {
+  const size_t count = spec.layer_counts[layer];
+  if (tampered && layer == 0 && Selects(spec.tamper_rank, rank) && i + 1 == count) return 3.0f;
+  const bool twin = layer + 1 == spec.layer_counts.size() && layer != 0 &&
+                    Selects(spec.twin_rank, rank) && count == spec.layer_counts[0];
+  return Weight(rank, twin ? 0 : layer, step, i);
+}
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xBF58476D1CE4E5B9ull;
+}
+
+}  // namespace
+
 TrainingResult RunTraining(const TrainingSpec& spec) {
   const int n = spec.layout.world_size();
   const size_t element = codec::ElementBytes(spec.dtype);
@@ -45,17 +82,23 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   size_t model_shard_bytes = 0;
   for (size_t count : spec.layer_counts) model_shard_bytes += count * element;
   const plan::Shape shape = sim::ShapeOf(spec.layout);
+  const bool lossless = !spec.settings.qwz;
 
   TrainingResult result;
   result.plain_gather_bytes = static_cast<double>((shape.nodes - 1) * model_shard_bytes);
   result.off_node_bytes_per_step.assign(spec.steps, 0);
   result.cluster_plain_gather_bytes = n * result.plain_gather_bytes;
   result.cluster_off_node_bytes_per_step.assign(spec.steps, 0);
+  result.nan_outputs_per_rank.assign(n, 0);
+  result.stale_outputs_per_rank.assign(n, 0);
   // Steps end at different times on different ranks: each rank adds its own share.
   std::vector<std::atomic<uint64_t>> cluster_bytes(spec.steps);
+  std::vector<std::atomic<uint64_t>> step_hits(spec.steps);
+  std::vector<uint64_t> digests(n, 0);
   std::atomic<uint64_t> hits{0}, failures_reported{0};
-  std::atomic<int> failures{0}, mismatches{0}, nans{0};
+  std::atomic<int> failures{0}, mismatches{0};
   std::atomic<uint64_t> harness_syncs{0};
+  std::atomic<size_t> allocator_blocks{0};
   ErrorSum weights, gradients;
   sim::SimWorld world(spec.layout);
   world.RunRanks([&](sim::SimBackend& backend) {
@@ -72,107 +115,146 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       ++failures;
       return;
     }
-    const bool shared = spec.buffers == InputBuffers::kShared ||
-                        (spec.buffers == InputBuffers::kSharedOnRankZero && rank == 0);
-    size_t max_count = 0;
-    for (size_t count : spec.layer_counts) max_count = std::max(max_count, count);
+    CachingAllocator allocator;
     std::vector<std::vector<uint8_t>> shards(layers);
     for (size_t l = 0; l < layers; ++l) shards[l].resize(spec.layer_counts[l] * element);
-    std::vector<uint8_t> shared_input(max_count * element);
-    std::vector<std::vector<uint8_t>> forward(layers);
+    std::vector<std::vector<uint8_t>> first(layers);  // each layer's first output in the step
+    std::vector<bool> gathered(layers);
     std::vector<uint8_t> output, gradient_in, gradient_out;
     uint64_t last_off_node = 0;
+    uint64_t last_hits = 0;
+    uint64_t& digest = digests[rank];
+    int step = 0;
+    bool tampered = false;
 
-    auto gather = [&](size_t l, std::vector<uint8_t>& out) {
+    auto run_gather = [&](size_t l, std::vector<uint8_t>& out) {
       const size_t count = spec.layer_counts[l];
+      const size_t bytes = count * n * element;
       void* input = shards[l].data();
-      if (shared) {
-        // FSDP2: the layer's shard is copied into the one all-gather input buffer first.
-        backend.Launch(*stream, [&, l, count] {
-          std::memcpy(shared_input.data(), shards[l].data(), count * element);
+      std::byte* block = nullptr;
+      if (spec.buffers == InputBuffers::kFramework) {
+        // FSDP2: a fresh output block, the shard copied into this rank's slice, gathered in place.
+        block = allocator.Allocate(bytes);
+        std::byte* slice = block + rank * count * element;
+        backend.Launch(*stream, [&shards, slice, l, count, element] {
+          std::memcpy(slice, shards[l].data(), count * element);
         });
-        input = shared_input.data();
+        input = slice;
+      } else {
+        out.assign(bytes, 0);
       }
-      out.assign(count * n * element, 0);
-      if (engine.AllGather({input, out.data(), count, spec.dtype}, *stream) != ncclSuccess) {
+      void* recv = block != nullptr ? static_cast<void*>(block) : out.data();
+      if (engine.AllGather({input, recv, count, spec.dtype}, *stream) != ncclSuccess) ++failures;
+      backend.Synchronize(*stream);
+      ++harness_syncs;
+      if (block != nullptr) {
+        out.assign(reinterpret_cast<uint8_t*>(block), reinterpret_cast<uint8_t*>(block) + bytes);
+        allocator.Free(block, bytes);
+      }
+    };
+
+    // One gather of layer l, checked against the exact current weights of every rank.
+    auto gather = [&](size_t l) {
+      run_gather(l, output);
+      uint64_t fingerprint = 0;
+      codec::Fingerprint({reinterpret_cast<const std::byte*>(output.data()), output.size()},
+                         &fingerprint);
+      digest = Mix(digest, fingerprint);
+      const size_t count = spec.layer_counts[l];
+      bool has_nan = false;
+      std::vector<float> got(count * n);
+      codec::LoadElements(output.data(), spec.dtype, 0, got.size(), got.data());
+      for (float v : got) has_nan |= std::isnan(v);
+      if (has_nan) {
+        ++result.nan_outputs_per_rank[rank];
+        return;
+      }
+      if (!gathered[l]) {
+        gathered[l] = true;
+        first[l] = output;
+      } else if (output != first[l]) {
+        ++mismatches;
+      }
+      double e = 0, r = 0;
+      bool stale = false;
+      for (int src = 0; src < n; ++src) {
+        for (size_t i = 0; i < count; ++i) {
+          float exact_f = ShardValue(spec, src, l, step, i, tampered);
+          uint8_t held[4];
+          codec::StoreElements(held, spec.dtype, 0, 1, &exact_f);
+          float exact = 0;
+          codec::LoadElements(held, spec.dtype, 0, 1, &exact);
+          const float value = got[src * count + i];
+          stale |= lossless && value != exact;
+          e += (value - exact) * (value - exact);
+          r += exact * exact;
+        }
+      }
+      if (stale) ++result.stale_outputs_per_rank[rank];
+      weights.Add(e, r);
+    };
+
+    auto reduce_scatter = [&](size_t l) {
+      const size_t count = spec.layer_counts[l];
+      std::vector<float> grads(count * n);
+      for (size_t i = 0; i < grads.size(); ++i) grads[i] = Weight(rank + 7, l, step, i);
+      gradient_in.resize(count * n * element);
+      gradient_out.assign(count * element, 0);
+      codec::StoreElements(gradient_in.data(), spec.dtype, 0, grads.size(), grads.data());
+      if (engine.ReduceScatter({gradient_in.data(), gradient_out.data(), count, spec.dtype,
+                                plan::Reduction::kSum, 1.0f},
+                               *stream) != ncclSuccess) {
         ++failures;
       }
       backend.Synchronize(*stream);
       ++harness_syncs;
+      double e = 0, r = 0;
+      for (size_t i = 0; i < count; ++i) {
+        double exact = 0;
+        for (int src = 0; src < n; ++src) {
+          float g = Weight(src + 7, l, step, rank * count + i);
+          uint8_t held[4];
+          codec::StoreElements(held, spec.dtype, 0, 1, &g);
+          codec::LoadElements(held, spec.dtype, 0, 1, &g);
+          exact += g;
+        }
+        float got = 0;
+        codec::LoadElements(gradient_out.data(), spec.dtype, i, 1, &got);
+        e += (got - exact) * (got - exact);
+        r += exact * exact;
+      }
+      gradients.Add(e, r);
     };
 
-    for (int step = 0; step < spec.steps; ++step) {
+    for (step = 0; step < spec.steps; ++step) {
+      tampered = false;
       for (size_t l = 0; l < layers; ++l) {
         std::vector<float> values(spec.layer_counts[l]);
-        for (size_t i = 0; i < values.size(); ++i) values[i] = Weight(rank, l, step, i);
+        for (size_t i = 0; i < values.size(); ++i)
+          values[i] = ShardValue(spec, rank, l, step, i, false);
         codec::StoreElements(shards[l].data(), spec.dtype, 0, values.size(), values.data());
+        gathered[l] = false;
       }
-      for (size_t l = 0; l < layers; ++l) gather(l, forward[l]);
-      if (rank == spec.tamper_rank && step == spec.tamper_step) {
-        std::vector<float> values(spec.layer_counts[0], 3.0f);
-        codec::StoreElements(shards[0].data(), spec.dtype, 0, values.size(), values.data());
-      }
-      for (size_t l = layers; l-- > 0;) {
-        gather(l, output);
-        bool has_nan = false;
-        for (size_t i = 0; i < output.size() / element && !has_nan; ++i) {
-          float v = 0;
-          codec::LoadElements(output.data(), spec.dtype, i, 1, &v);
-          has_nan = std::isnan(v);
-        }
-        if (has_nan) {
-          ++nans;
-        } else if (output != forward[l]) {
-          ++mismatches;
-        }
-        // The exact weights of this step (tampering aside) against what arrived.
-        const size_t count = spec.layer_counts[l];
-        double e = 0, r = 0;
-        for (int src = 0; src < n && !has_nan; ++src) {
-          for (size_t i = 0; i < count; ++i) {
-            float exact_f = Weight(src, l, step, i);
-            uint8_t held[4];
-            codec::StoreElements(held, spec.dtype, 0, 1, &exact_f);
-            float exact = 0;
-            codec::LoadElements(held, spec.dtype, 0, 1, &exact);
-            float got = 0;
-            codec::LoadElements(output.data(), spec.dtype, src * count + i, 1, &got);
-            e += (got - exact) * (got - exact);
-            r += exact * exact;
+      for (int micro = 0; micro < spec.micro_batches; ++micro) {
+        for (size_t l = 0; l < layers; ++l) gather(l);
+        if (micro == 0 && step == spec.extra_gather_step) gather(spec.extra_gather_layer);
+        if (micro == 0 && step == spec.tamper_step) {
+          tampered = true;
+          if (Selects(spec.tamper_rank, rank)) {
+            const size_t last = spec.layer_counts[0] - 1;
+            const float value = ShardValue(spec, rank, 0, step, last, true);
+            codec::StoreElements(shards[0].data(), spec.dtype, last, 1, &value);
           }
+          // The tampered layer's later outputs are compared with the exact weights only.
+          gathered[0] = false;
         }
-        weights.Add(e, r);
-      }
-      for (size_t l = layers; l-- > 0;) {
-        const size_t count = spec.layer_counts[l];
-        std::vector<float> grads(count * n);
-        for (size_t i = 0; i < grads.size(); ++i) grads[i] = Weight(rank + 7, l, step, i);
-        gradient_in.resize(count * n * element);
-        gradient_out.assign(count * element, 0);
-        codec::StoreElements(gradient_in.data(), spec.dtype, 0, grads.size(), grads.data());
-        if (engine.ReduceScatter({gradient_in.data(), gradient_out.data(), count, spec.dtype,
-                                  plan::Reduction::kSum, 1.0f},
-                                 *stream) != ncclSuccess) {
-          ++failures;
-        }
-        backend.Synchronize(*stream);
-        ++harness_syncs;
-        double e = 0, r = 0;
-        for (size_t i = 0; i < count; ++i) {
-          double exact = 0;
-          for (int src = 0; src < n; ++src) {
-            float g = Weight(src + 7, l, step, rank * count + i);
-            uint8_t held[4];
-            codec::StoreElements(held, spec.dtype, 0, 1, &g);
-            codec::LoadElements(held, spec.dtype, 0, 1, &g);
-            exact += g;
+        for (size_t l = layers; l-- > 0;) {
+          if (micro == 0 && step == spec.missing_gather_step && l == spec.missing_gather_layer) {
+            continue;
           }
-          float got = 0;
-          codec::LoadElements(gradient_out.data(), spec.dtype, i, 1, &got);
-          e += (got - exact) * (got - exact);
-          r += exact * exact;
+          gather(l);
         }
-        gradients.Add(e, r);
+        for (size_t l = layers; l-- > 0;) reduce_scatter(l);
       }
       if (step + 1 <= spec.advance_epoch_steps) epoch.Advance();
       const uint64_t off_node =
@@ -180,24 +262,35 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       if (rank == 0) result.off_node_bytes_per_step[step] = double(off_node - last_off_node);
       cluster_bytes[step] += off_node - last_off_node;
       last_off_node = off_node;
+      zppStats_t now{};
+      stats.Snapshot(&now);
+      step_hits[step] += now.hpz_hits - last_hits;
+      last_hits = now.hpz_hits;
     }
     engine.PollDeviceErrors();
     zppStats_t snapshot{};
     stats.Snapshot(&snapshot);
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
+    if (rank == 0) allocator_blocks = allocator.blocks();
   });
   for (int step = 0; step < spec.steps; ++step) {
     result.cluster_off_node_bytes_per_step[step] = static_cast<double>(cluster_bytes[step].load());
+    result.hits_per_step.push_back(step_hits[step].load());
+  }
+  for (int r = 0; r < n; ++r) {
+    result.nan_outputs += result.nan_outputs_per_rank[r];
+    result.stale_outputs += result.stale_outputs_per_rank[r];
+    result.output_digest = Mix(result.output_digest, digests[r]);
   }
   result.weight_rel_l2 = weights.Relative();
   result.gradient_rel_l2 = gradients.Relative();
   result.hits = hits;
   result.verify_failures = failures_reported;
   result.backward_mismatches = mismatches;
-  result.nan_outputs = nans;
   result.failures = failures;
   result.engine_host_syncs = world.host_synchronizations() - harness_syncs.load();
+  result.allocator_blocks = allocator_blocks;
   return result;
 }
 

@@ -1,10 +1,12 @@
-// A ZeRO-3 training step replayed on the simulated cluster: forward all-gathers (layer order),
-// backward all-gathers (reverse order), gradient reduce-scatters, the weights changed after
-// every step and the step epoch advanced (or not, to test misuse). Used by zpp-bench's step
+// A ZeRO-3 training step replayed on the simulated cluster: per micro-batch, forward
+// all-gathers (layer order), backward all-gathers (reverse order) and gradient reduce-scatters;
+// the weights changed after every optimizer step and the step epoch advanced (or not, to test
+// misuse); the gathers' buffers dedicated or as frameworks allocate them. Used by zpp-bench's step
 // mode, zpp-step-volumes (the README's table) and the hpZ tests.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.h"
@@ -13,21 +15,38 @@
 namespace zpp::step {
 
 enum class InputBuffers {
-  kPerLayer,          // each layer's shard in its own buffer (FSDP1, ZeRO-3)
-  kShared,            // one input buffer reused for every layer (FSDP2's all-gather input)
-  kSharedOnRankZero,  // rank 0 shares, the others do not: pointers differ across ranks
+  kDedicated,  // each layer's shard in its own buffer for the whole run (FSDP1, ZeRO-3 flat)
+  // What frameworks do: every all-gather's output is a fresh block from a caching-allocator model
+  // (caching_allocator.h), and the input is this rank's slice of it (FSDP2's in-place layout).
+  kFramework,
 };
+std::string_view InputBuffersName(InputBuffers buffers);  // "dedicated", "framework"
+bool ParseInputBuffers(std::string_view name, InputBuffers* out);
+
+inline constexpr int kAllRanks = -2;
 
 struct TrainingSpec {
   sim::ClusterLayout layout;
   plan::Settings settings;
   std::vector<size_t> layer_counts;  // elements of each layer's shard, per rank
   ncclDataType_t dtype = ncclBfloat16;
-  int steps = 5;
+  int steps = 5;                      // optimizer steps, one step epoch each
+  int micro_batches = 1;              // forward + backward passes per optimizer step
   int advance_epoch_steps = 1 << 30;  // advance the epoch after this many steps only
-  InputBuffers buffers = InputBuffers::kPerLayer;
-  int tamper_rank = -1;  // this rank changes its shard between forward and backward...
-  int tamper_step = -1;  // ...in this step
+  InputBuffers buffers = InputBuffers::kDedicated;
+  // This rank (or kAllRanks) changes the last element of its layer-0 shard between the forward
+  // and the backward of the first micro-batch of this step: weights changed without an advance.
+  int tamper_rank = -1;
+  int tamper_step = -1;
+  // This rank's (or every rank's) shard of the last layer equals its shard of layer 0 (same
+  // size needed), as LayerNorm weights do at initialization.
+  int twin_rank = -1;
+  // A call sequence that changes at one step: one extra gather of a layer after the forward...
+  int extra_gather_step = -1;
+  size_t extra_gather_layer = 1;
+  // ...and one backward gather left out.
+  int missing_gather_step = -1;
+  size_t missing_gather_layer = 2;
   uint64_t hpz_max_bytes = uint64_t{1} << 40;
 };
 
@@ -36,14 +55,22 @@ struct TrainingResult {
   double plain_gather_bytes = 0;  // rank 0's off-node bytes for one plain gather of the model
   std::vector<double> cluster_off_node_bytes_per_step;  // all ranks together, per step
   double cluster_plain_gather_bytes = 0;                // all ranks, one plain gather
-  double weight_rel_l2 = 0;        // gathered weights against the exact ones (all steps)
-  double gradient_rel_l2 = 0;      // reduce-scattered gradients against fp64 sums
-  uint64_t hits = 0;               // over all ranks
-  uint64_t verify_failures = 0;    // reported in the stats, all ranks
-  int backward_mismatches = 0;     // backward outputs not bitwise the forward ones (non-NaN)
-  int nan_outputs = 0;             // all-gather outputs holding NaN
+  double weight_rel_l2 = 0;             // gathered weights against the exact ones (all steps)
+  double gradient_rel_l2 = 0;           // reduce-scattered gradients against fp64 sums
+  uint64_t hits = 0;                    // over all ranks
+  std::vector<uint64_t> hits_per_step;  // over all ranks
+  uint64_t verify_failures = 0;         // reported in the stats, all ranks
+  int backward_mismatches = 0;          // later outputs not bitwise the step's first (non-NaN)
+  int nan_outputs = 0;                  // all-gather outputs holding NaN
+  std::vector<int> nan_outputs_per_rank;
+  // Outputs without NaN holding some rank's shard as it was before that rank changed it
+  // (lossless plans only: compared with the exact current weights).
+  int stale_outputs = 0;
+  std::vector<int> stale_outputs_per_rank;
+  uint64_t output_digest = 0;      // fingerprint of every rank's all-gather outputs, in order
   int failures = 0;                // non-success results
   uint64_t engine_host_syncs = 0;  // host waits zpp made, all ranks (hpZ: one per epoch)
+  size_t allocator_blocks = 0;     // rank 0's distinct blocks, framework buffers
 };
 
 TrainingResult RunTraining(const TrainingSpec& spec);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -32,8 +33,9 @@ const char* const kRowFields[] = {"op",
                                   "wrong",
                                   "kernel_launches",
                                   "collective_launches"};
-const char* const kStepFields[] = {"model", "config", "inter_node_bytes_per_step",
-                                   "relative_volume", "rel_l2_err"};
+const char* const kStepFields[] = {
+    "model",   "config",   "inter_node_bytes_per_step", "relative_volume", "rel_l2_err",
+    "buffers", "hpz_hits", "hpz_verify_failures"};
 
 class BenchJsonTest : public ::testing::Test {
  protected:
@@ -148,6 +150,36 @@ TEST_F(BenchJsonTest, StepsHaveEveryFieldPlainFirst) {
   EXPECT_LE(steps[2]["relative_volume"].get<double>(), 0.80);
   // The closing summary: one line per configuration.
   EXPECT_NE(run_->output.find("zero++             inter-node volume"), std::string::npos);
+}
+
+// --step-buffers framework: gathers into recycled blocks, in place, as FSDP2 does. hpZ's reuse
+// is found from content, so the figures are the dedicated buffers' (0.766 at full replay size).
+TEST(BenchStepBuffersTest, FrameworkBuffersGiveTheDedicatedFigures) {
+  std::map<std::string, nlohmann::json> zero;
+  for (const char* buffers : {"dedicated", "framework"}) {
+    const std::string path = testing::TempDir() + "zpp_bench_buffers_" + buffers + ".json";
+    const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) +
+                                   " --no-sweep --nodes 2 --gpus-per-node 4 --step-model 125M"
+                                   " --step-configs zero++ --steps 4 --step-elements 65536"
+                                   " --step-buffers " +
+                                   buffers + " --json " + path);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::ifstream file(path);
+    const nlohmann::json report = nlohmann::json::parse(file, nullptr, false);
+    std::remove(path.c_str());
+    ASSERT_TRUE(report.is_object()) << run.output;
+    ASSERT_EQ(report["steps"].size(), 2u);
+    EXPECT_NE(run.output.find(std::string(buffers) + " buffers"), std::string::npos);
+    zero[buffers] = report["steps"][1];
+  }
+  const nlohmann::json& framework = zero["framework"];
+  EXPECT_EQ(framework["buffers"], "framework");
+  EXPECT_EQ(zero["dedicated"]["buffers"], "dedicated");
+  EXPECT_EQ(framework["hpz_verify_failures"].get<uint64_t>(), 0u);
+  // 125M is 13 units (embeddings, 12 blocks): every backward gather of 8 ranks in steps 2, 3.
+  EXPECT_EQ(framework["hpz_hits"].get<uint64_t>(), 8u * 13u * 2u);
+  EXPECT_EQ(framework["hpz_hits"], zero["dedicated"]["hpz_hits"]);
+  EXPECT_EQ(framework["relative_volume"], zero["dedicated"]["relative_volume"]);
 }
 
 // No GPU here (and no CUDA in the sanitizer builds): the GPU runner says what it needs.

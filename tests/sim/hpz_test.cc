@@ -1,8 +1,10 @@
-// hpZ reuse under contract 7, on a ZeRO-3 training step replayed over the simulated cluster.
+// hpZ reuse under contract 7, on a ZeRO-3 training step replayed over the simulated cluster:
+// reuse found from the shards' content, with dedicated buffers and with buffers as frameworks
+// allocate them (a caching allocator recycling blocks, FSDP2's in-place layout).
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,9 +16,13 @@ namespace zpp::test {
 namespace {
 
 using step::InputBuffers;
+using step::kAllRanks;
 using step::RunTraining;
 using step::TrainingResult;
 using step::TrainingSpec;
+
+constexpr uint64_t kRanks = 8;   // 2 nodes x 4
+constexpr uint64_t kLayers = 4;  // Spec's layers
 
 plan::Settings Config(bool qwz, bool hpz, bool qgz) {
   plan::Settings s;
@@ -27,12 +33,13 @@ plan::Settings Config(bool qwz, bool hpz, bool qgz) {
   return s;
 }
 
-TrainingSpec Spec(plan::Settings settings) {
+TrainingSpec Spec(plan::Settings settings, InputBuffers buffers = InputBuffers::kDedicated) {
   TrainingSpec spec;
   spec.layout = sim::ClusterLayout::Uniform(2, 4);
   spec.settings = settings;
   spec.layer_counts = {4096, 1000, 2560, 4096};
   spec.steps = 5;
+  spec.buffers = buffers;
   return spec;
 }
 
@@ -40,6 +47,29 @@ TrainingSpec Spec(plan::Settings settings) {
 // of one plain all-gather of the whole model.
 double SteadyRelativeVolume(const TrainingResult& result) {
   return step::SteadyRelativeVolume(result, /*cluster=*/false);
+}
+
+// Every backward gather of every rank from the third step (epoch) on.
+std::vector<uint64_t> BackwardHitsFromThirdStep(int steps, uint64_t backward_gathers = kLayers) {
+  std::vector<uint64_t> hits(steps, kRanks * backward_gathers);
+  hits[0] = hits[1] = 0;
+  return hits;
+}
+
+// WARN lines logged while `run` runs (the sink runs under the logger's lock).
+template <typename Run>
+std::vector<std::string> Warnings(Run run) {
+  std::vector<std::string> lines;
+  log::SetSinkForTesting([&lines](std::string_view line) { lines.emplace_back(line); });
+  run();
+  log::SetSinkForTesting(nullptr);
+  return lines;
+}
+
+int CountContaining(const std::vector<std::string>& lines, std::string_view text) {
+  return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(text) != std::string::npos;
+  }));
 }
 
 TEST(TrainingStepTest, PlainZero3MovesThreeGathersPerStep) {
@@ -80,84 +110,214 @@ TEST(TrainingStepTest, HpzHitsMoveNoInterNodeBytes) {
     EXPECT_EQ(result.off_node_bytes_per_step[step], 2 * result.plain_gather_bytes + 16) << step;
   }
   EXPECT_EQ(result.weight_rel_l2, 0.0);  // lossless and never stale
-  EXPECT_EQ(result.hits, 8u * 4u * 3u);  // every backward gather of steps 2, 3, 4 on all ranks
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5));
 }
 
-TEST(HpzMisuseTest, WeightsUpdatedWithoutEpochAdvanceAreCaughtAndNeverStale) {
-  TrainingSpec spec = Spec(Config(false, true, false));
+// Buffers as FSDP2 allocates them: every gather's output a recycled block, the input inside it.
+// Reuse is found from content alone, so the figures are those of dedicated buffers.
+TEST(HpzFrameworkBuffersTest, EveryBackwardGatherHitsFromTheThirdEpoch) {
+  for (const plan::Settings& settings : {Config(false, true, false), Config(true, true, true)}) {
+    const TrainingResult dedicated = RunTraining(Spec(settings));
+    const TrainingResult framework = RunTraining(Spec(settings, InputBuffers::kFramework));
+    plan::Settings without_hpz = settings;
+    without_hpz.hpz = false;
+    const TrainingResult plain = RunTraining(Spec(without_hpz, InputBuffers::kFramework));
+    ASSERT_EQ(framework.failures, 0);
+    // Layers 0 and 3 share one block size: the allocator hands the same blocks to both.
+    EXPECT_LE(framework.allocator_blocks, 3u);
+    EXPECT_EQ(framework.hits_per_step, BackwardHitsFromThirdStep(5));
+    EXPECT_EQ(framework.verify_failures, 0u);
+    EXPECT_EQ(framework.nan_outputs, 0);
+    EXPECT_EQ(framework.stale_outputs, 0);
+    EXPECT_EQ(framework.cluster_off_node_bytes_per_step, dedicated.cluster_off_node_bytes_per_step);
+    EXPECT_EQ(framework.output_digest, plain.output_digest) << "bitwise as without hpZ";
+    EXPECT_EQ(framework.output_digest, dedicated.output_digest);
+    EXPECT_EQ(framework.engine_host_syncs, 8u * 3u);
+  }
+}
+
+TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
+  // Replaces the test that asserted zero hits for one input buffer shared by every layer.
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.allocator_blocks, 1u);  // one address for every layer
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5));
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.stale_outputs, 0);
+}
+
+// Gradient accumulation: four forward and backward passes per optimizer step (one epoch). Every
+// gather of a layer after its first in the epoch is a hit.
+TEST(HpzFrameworkBuffersTest, MicroBatchesHitEveryGatherAfterTheFirst) {
+  constexpr int kMicro = 4;
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.micro_batches = kMicro;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 2 * kLayers * kMicro - kLayers));
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.engine_host_syncs, 8u * 3u);  // still one per epoch
+  // Per optimizer step: one forward gather, four plain reduce-scatters, the record.
+  for (size_t step = 2; step < result.off_node_bytes_per_step.size(); ++step) {
+    EXPECT_EQ(result.off_node_bytes_per_step[step], (1 + kMicro) * result.plain_gather_bytes + 16)
+        << step;
+  }
+  // Plain ZeRO-3 moves 3 gathers per micro-batch: 12 per optimizer step against hpZ's 5.
+  TrainingSpec plain = spec;
+  plain.settings.hpz = false;
+  EXPECT_DOUBLE_EQ(SteadyRelativeVolume(RunTraining(plain)), 3.0 * kMicro);
+}
+
+// One extra gather at step 3, one backward gather missing at step 5: no NaN, no stale weight,
+// no hang. Epoch e follows the pattern agreed from epoch e - 2, so a changed epoch departs from
+// it at the change (full gathers from there on) and so does the epoch two later, which follows
+// the changed pattern; the epoch right after a change reuses fully again.
+TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.steps = 9;
+  spec.extra_gather_step = 3;    // layer 1 again after the forward
+  spec.missing_gather_step = 5;  // layer 2's backward gather left out
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  const uint64_t full = kRanks * kLayers;
+  // Epoch 3 departs at its extra gather (call 4); 5 follows 3's pattern and departs at call 4;
+  // 7 follows 5's and departs at call 5, after one hit (layer 3's backward gather).
+  EXPECT_EQ(result.hits_per_step,
+            (std::vector<uint64_t>{0, 0, full, 0, full, 0, full, kRanks, full}));
+}
+
+// The known limit (README): a change that keeps every (count, dtype) in place cannot be seen on
+// the host before its hits. Layers of one size, layer 2's backward gather left out at step 3:
+// the gathers of layers 1 and 0 follow the agreed pattern to the partitions of layers 2 and 1,
+// fail verification on every rank and are NaN, never stale weights; reuse then goes off.
+TEST(HpzChangedSequenceTest, ShiftAmongCallsOfOneSizeIsNaNNeverStale) {
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  spec.steps = 6;
+  spec.missing_gather_step = 3;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs_per_rank, std::vector<int>(kRanks, 2));
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 2 * kRanks);
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 0}));
+}
+
+TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
+  // Changed meaning: with reuse found from content, an epoch that never ends has no agreed
+  // pattern, so nothing is reused and nothing fails (the pointer-keyed cache counted failures).
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
   spec.advance_epoch_steps = 0;  // the optimizer hook is missing
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
   EXPECT_EQ(result.hits, 0u);
-  EXPECT_GT(result.verify_failures, 0u);  // the would-be reuses saw changed shards
-  EXPECT_EQ(result.weight_rel_l2, 0.0);   // every output exact: no stale weight
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
   EXPECT_EQ(result.nan_outputs, 0);
 }
 
-TEST(HpzMisuseTest, EpochAdvanceStoppingAfterReuseStartedIsCaughtAndNeverStale) {
+TEST(HpzMisuseTest, EpochAdvanceStoppingAfterReuseStartedDepartsAndNeverStale) {
+  // Epoch 3 holds steps 3, 4 and 5: its first step follows the agreed pattern, the calls past
+  // it depart (changed meaning: no verification failure, since no hit reads a changed shard).
   TrainingSpec spec = Spec(Config(false, true, false));
   spec.advance_epoch_steps = 3;
   spec.steps = 6;
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
-  EXPECT_GT(result.hits, 0u);
-  EXPECT_GT(result.verify_failures, 0u);
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 0, 0}));
+  EXPECT_EQ(result.verify_failures, 0u);
   EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.stale_outputs, 0);
 }
 
-TEST(HpzMisuseTest, SharedInputBufferAcrossLayersIsCaughtAndNeverStale) {
-  TrainingSpec spec = Spec(Config(false, true, false));
-  spec.layer_counts = {2048, 2048, 2048};  // one size: every layer has the same local key
-  spec.buffers = InputBuffers::kShared;
-  const TrainingResult result = RunTraining(spec);
+// Weights changed on every rank between a fill and its reuse, without an epoch advance: every
+// rank sees its own shard changed, so every rank's reusing gather is NaN on the spot. Only the
+// shard's last element changes: the fingerprint must cover count x element size bytes.
+TEST(HpzMisuseTest, WeightsChangedEverywhereGiveNaNOnEveryRank) {
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.tamper_rank = kAllRanks;
+  spec.tamper_step = 3;
+  spec.steps = 6;
+  std::vector<std::string> lines;
+  TrainingResult result;
+  lines = Warnings([&] { result = RunTraining(spec); });
   ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.hits, 0u);
-  EXPECT_GT(result.verify_failures, 0u);
-  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.nan_outputs_per_rank, std::vector<int>(kRanks, 1));  // layer 0's backward
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, kRanks);
+  // Reported on every rank when epoch 3's record is read (epoch 5); reuse then off for good.
+  EXPECT_EQ(CountContaining(lines, "Secondary partitions will not be reused"), 8);
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 0}));
 }
 
-TEST(HpzMisuseTest, RanksWhosePointersDifferNeverReuseAndNeverHang) {
-  TrainingSpec spec = Spec(Config(true, true, false));
-  spec.layer_counts = {2048, 2048, 2048};
-  spec.buffers = InputBuffers::kSharedOnRankZero;
-  std::vector<std::string> lines;  // the sink runs under the logger's lock
-  log::SetSinkForTesting([&lines](std::string_view line) { lines.emplace_back(line); });
-  const TrainingResult result = RunTraining(spec);
-  log::SetSinkForTesting(nullptr);
-  ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.hits, 0u);
-  EXPECT_EQ(result.backward_mismatches, 0);
-  EXPECT_EQ(result.nan_outputs, 0);
-  // Caught by the pattern exchange itself, not only by rank 0's failed would-be reuses.
-  const auto disagreement = std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
-    return l.find("ranks saw different all-gather reuse patterns") != std::string::npos;
-  });
-  EXPECT_EQ(disagreement, 8) << "one WARN per rank";
-}
-
-TEST(HpzMisuseTest, ShardChangedBeforeAHitGivesNaNNotStaleWeights) {
+// A shard changed on one rank only (rank 3, between its forward and backward gathers of layer 0
+// in step 3). Rank 3 sees it: its output is NaN. Every other rank holds rank 3's shard only in a
+// secondary partition filled before the change, and cannot see it on the spot: each receives
+// rank 3's old shard in that one gather. Every rank reports it when the epoch's record is read
+// (two epoch advances later), naming rank 3, and reuse is then off for good.
+TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNThereStaleElsewhereAndLoudEverywhere) {
   TrainingSpec spec = Spec(Config(false, true, false));
   spec.tamper_rank = 3;
   spec.tamper_step = 3;  // reuse is on from step 2
   spec.steps = 6;
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  ASSERT_EQ(result.failures, 0);
+  std::vector<int> nan(kRanks, 0), stale(kRanks, 1);
+  nan[3] = 1;
+  stale[3] = 0;
+  EXPECT_EQ(result.nan_outputs_per_rank, nan);
+  EXPECT_EQ(result.stale_outputs_per_rank, stale);
+  EXPECT_EQ(result.verify_failures, 1u);
+  EXPECT_EQ(CountContaining(lines, "on rank(s) 3:"), 8) << "one WARN per rank";
+  // Epoch 3's record is exchanged when epoch 4 starts and read when epoch 5 starts.
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 0}));
+}
+
+TEST(HpzMisuseTest, RanksWhosePatternsDifferNeverReuseAndNeverHang) {
+  // Rank 0's shard of layer 3 equals its shard of layer 0 (same size); the other ranks' do not.
+  TrainingSpec spec = Spec(Config(true, true, false), InputBuffers::kFramework);
+  spec.twin_rank = 0;
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits, 0u);
+  EXPECT_EQ(result.backward_mismatches, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(CountContaining(lines, "ranks saw different all-gather reuse patterns"), 8)
+      << "one WARN per rank";
+}
+
+TEST(HpzReuseTest, ShardsEqualOnEveryRankMayShareAPartition) {
+  // Every rank's shard of layer 3 equals its shard of layer 0 (LayerNorm weights at
+  // initialization): the ranks agree, and layer 3's forward gather reuses layer 0's partition.
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.twin_rank = kAllRanks;
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.nan_outputs, 1);  // rank 3's backward gather of layer 0 in step 3
-  EXPECT_GE(result.verify_failures, 1u);
-  // Reuse goes off for good on every rank once the failure is agreed: the record of epoch 3 is
-  // exchanged when epoch 4 starts and read when epoch 5 starts. Steps 2, 3, 4 hit; 5 does not.
-  EXPECT_EQ(result.hits, 8u * 4u * 3u);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, kLayers + 1));
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 0u);
 }
 
 TEST(HpzMemoryTest, BoundDropsOldestPartitionsOnEveryRank) {
   TrainingSpec spec = Spec(Config(false, true, false));
   spec.layer_counts = {4096, 4096, 4096, 4096};
-  // Room for two secondary partitions (2 nodes x 4096 x 2 bytes each, plus 16, rounded up to
-  // the pool's 32 KiB class): the last two forward layers stay, the first two are dropped.
-  spec.hpz_max_bytes = 2 * 32768;
+  // Room for two secondary partitions (2 nodes x 4096 x 2 bytes = 16 KiB each, the pool's 16 KiB
+  // class): the last two forward layers stay, the first two are dropped.
+  spec.hpz_max_bytes = 2 * 16384;
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.hits, 8u * 2u * 3u);  // two backward hits per step, steps 2..4, all ranks
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 2));
   EXPECT_EQ(result.weight_rel_l2, 0.0);
 }
 
