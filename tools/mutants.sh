@@ -71,17 +71,17 @@ mutant hpz-poisoning src/engine/hpz_cache.cc \
   '/*poison=*/false' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
 mutant hpz-agreement src/engine/hpz_cache.cc \
-  $'    same_pattern &=\n        record.pattern_hash == records[0].pattern_hash && record.calls == records[0].calls;' \
+  $'    same_pattern &=\n        records[r].pattern_hash == records[0].pattern_hash && records[r].calls == records[0].calls;' \
   '    same_pattern &= true;' \
   "zpp_sim_tests=Hpz*"
 # Both fingerprints (fill and hit) over `count` bytes instead of the shard's bytes (item 4).
 mutant hpz-fingerprint-coverage src/engine/hpz_cache.cc \
-  'const size_t shard = args.count * plan::DtypeBytes(args.dtype);' \
-  'const size_t shard = args.count;' \
+  'size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }' \
+  'size_t ShardBytes(const AllGatherArgs& args) { return args.count; }' \
   "zpp_sim_hpz_fingerprint_tests=*"
 mutant hpz-epoch-advance src/engine/hpz_cache.cc \
-  'if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context.stream, epoch));' \
-  'if (!started_) ZPP_CHECK(StartEpoch(context.stream, epoch));' \
+  'if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context, epoch));' \
+  'if (!started_) ZPP_CHECK(StartEpoch(context, epoch));' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*:TrainingStep*"
 
 # qgZ: the bits of each level (item 3), fp32 accumulation, the stochastic rounding stream.

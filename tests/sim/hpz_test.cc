@@ -93,8 +93,9 @@ TEST(TrainingStepTest, ZeroPlusPlusMovesAtMostPoint8) {
   EXPECT_EQ(result.verify_failures, 0u);
   EXPECT_EQ(result.nan_outputs, 0);
   EXPECT_EQ(result.backward_mismatches, 0);  // a hit gives the forward gather's bits
-  EXPECT_LE(result.weight_rel_l2, 0.008);
-  EXPECT_LE(result.gradient_rel_l2, 0.16 + 0.008 + 0.01);
+  // About 1.2x the measured figures (weights 0.00444, gradients 0.11303; issue 17 item 5).
+  EXPECT_LE(result.weight_rel_l2, 1.2 * 0.0044);
+  EXPECT_LE(result.gradient_rel_l2, 1.2 * 0.113);
   // No host wait on the collective path; hpZ's agreement reads, once per epoch and per rank, a
   // record exchanged a whole epoch earlier (epochs 0 and 1 have nothing to read yet).
   EXPECT_EQ(result.engine_host_syncs, 8u * 3u);
