@@ -48,7 +48,7 @@ mutant fence-write-after-read src/fence/epoch_fence.cc \
   "zpp_fence_tests=*"
 mutant fence-read-after-write src/fence/epoch_fence.cc \
   '  return WaitFor(stream, last_write_);' \
-  '  return WaitFor(stream, StreamEvent{nullptr, nullptr});' \
+  '  return WaitFor(stream, StreamEvent{{}, nullptr});' \
   "zpp_fence_tests=*"
 # The staging buffers' own fence (issue 17, item 1).
 mutant fence-staging src/engine/plan_context.cc \
