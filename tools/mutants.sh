@@ -172,7 +172,7 @@ mutant plugin-find-private-nccl src/nccl_runtime/nccl_functions.cc \
 # Two NCCLs: the one the framework's library depends on.
 mutant plugin-two-nccls-take-the-frameworks src/nccl_runtime/loaded_nccl.cc \
   '  if (needed == 1) {' \
-  '  if (false) {' \
+  '  if (needed == 1 && false) {' \
   "zpp_nccl_finder_tests=*"
 # The fence knows a stream by its handle, never by the wrapper's address.
 mutant fence-stream-identity src/sim/sim_stream.h \
