@@ -10,14 +10,6 @@ GroupState& ThisThreadGroup() {
 }
 
 ncclResult_t RunZppCall(const ZppCall& call) {
-  // A group's call runs at its end: the communicator may have been destroyed or aborted since.
-  if (call.state->Zpp() != call.zpp) {
-    ZPP_WARN(
-        "ncclGroupEnd: communicator %p was destroyed or aborted inside its group; its zpp "
-        "call is lost",
-        static_cast<void*>(call.state->comm));
-    return ncclInvalidUsage;
-  }
   ZppCommunicator* zpp = call.zpp.get();
   log::ScopedRank rank(call.state->rank);
   if (const auto* gather = std::get_if<engine::AllGatherArgs>(&call.args)) {
@@ -29,7 +21,17 @@ ncclResult_t RunZppCall(const ZppCall& call) {
 ncclResult_t RunDeferred(std::vector<ZppCall> calls) {
   ncclResult_t first_failure = ncclSuccess;
   for (const ZppCall& call : calls) {
-    const ncclResult_t result = RunZppCall(call);
+    // A group's call runs at its end: the communicator may have been destroyed or aborted since.
+    // (An immediate call took its communicator from the registry just before; no check there.)
+    ncclResult_t result = ncclInvalidUsage;
+    if (call.state->Zpp() == call.zpp) {
+      result = RunZppCall(call);
+    } else {
+      ZPP_WARN(
+          "ncclGroupEnd: communicator %p was destroyed or aborted inside its group; its zpp "
+          "call is lost",
+          static_cast<void*>(call.state->comm));
+    }
     if (first_failure == ncclSuccess) first_failure = result;
   }
   return first_failure;

@@ -30,7 +30,7 @@ struct ZppCall {
   cudaStream_t stream = nullptr;
 };
 
-// Runs `call` now (the communicator may have been destroyed since a group deferred it).
+// Runs `call` now, on the communicator it holds.
 ncclResult_t RunZppCall(const ZppCall& call);
 
 struct GroupState {
