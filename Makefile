@@ -50,14 +50,16 @@ bench: build
 mutants: build
 	@bash tools/mutants.sh
 
-# FSDP2 on CPU ranks through zpp in every mode, and over gloo (bench/convergence/run.py): loss
-# CSVs, losses.png and summary.json in build/convergence, the table into the README. The plot
-# needs Debian's matplotlib, which is for the system's python3 (a pyenv or venv may shadow it).
+# FSDP2 and DeepSpeed ZeRO-3 on CPU ranks through zpp in every mode, over gloo, and DeepSpeed's
+# own hpZ (bench/convergence/run.py; FRAMEWORK=fsdp2 or deepspeed runs one): loss CSVs, plots and
+# summary.json in build/convergence, the table into the README. The plot needs Debian's
+# matplotlib, which is for the system's python3 (a pyenv or venv may shadow it).
+FRAMEWORK ?= fsdp2,deepspeed
 convergence: build torch
 	@plot_python=$$(for p in python3 /usr/bin/python3; do \
 	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
 	  $${plot_python:-python3} bench/convergence/run.py --python "$$(bash tools/install-torch.sh)" \
-	    --build build --readme README.md
+	    --build build --frameworks $(FRAMEWORK) --readme README.md
 
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps

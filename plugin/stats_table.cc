@@ -60,8 +60,10 @@ std::string FormatStatsTable(const std::vector<CommStatsRow>& rows) {
       Append(&out, "%5" PRIu64 " pass-through reasons:%s\n", row.id, reasons.c_str());
     if (row.stats.hpz_hits + row.stats.hpz_misses + row.stats.hpz_verify_failures > 0) {
       Append(&out,
-             "%5" PRIu64 " hpZ hits %" PRIu64 ", misses %" PRIu64 ", verify failures %" PRIu64 "\n",
-             row.id, row.stats.hpz_hits, row.stats.hpz_misses, row.stats.hpz_verify_failures);
+             "%5" PRIu64 " hpZ hits %" PRIu64 ", misses %" PRIu64 ", verify failures %" PRIu64
+             ", kept at most %.1f MiB\n",
+             row.id, row.stats.hpz_hits, row.stats.hpz_misses, row.stats.hpz_verify_failures,
+             static_cast<double>(row.stats.hpz_kept_bytes_peak) / (1 << 20));
     }
   }
   return out;

@@ -12,8 +12,15 @@
 #   racecheck    compute-sanitizer racecheck, likewise                                  7 x 70 s
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) four ways; ZPP_STATS must show     4 x 120 s
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
+#   deepspeed    DeepSpeed ZeRO-3 (bench/deepspeed/train_zero3.py) over NCCL, and     4 x 120 s
+#                plain / hpz / zero++ through libzpp.so (bench/convergence/run.py --check)
+#   deepspeed-own  DeepSpeed's own hpZ and full ZeRO++ (its quantizer ops are built     2 x 250 s
+#                on first use), no zpp: the anchor rows
 #   bench        zpp-bench against plain NCCL (tools/gpu-bench.sh)                     500 s
 #   codec-bench  codec throughput against a device-to-device copy                      300 s
+#
+# DeepSpeed is not in the GPU machine's image: run tools/gpu-wheels.sh here first and carry
+# .whl/ (the parts install it into a scratch folder there).
 #
 # Usage: tools/gpu-check.sh [--dry-run] BUILD [PART...]   (no PART: all, in the order above)
 #   --dry-run    print every part's commands instead of running them (needs no GPU)
@@ -25,7 +32,9 @@ if [[ "${1:-}" == --dry-run ]]; then
   dry=1
   shift
 fi
-all_parts="probe codec codec-mem plugin memcheck racecheck fsdp bench codec-bench"
+all_parts="probe codec codec-mem plugin memcheck racecheck fsdp deepspeed deepspeed-own bench
+  codec-bench"
+all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
 build=$(realpath -m "${1:-build}")
 shift || true
@@ -241,6 +250,44 @@ if want fsdp; then
       python3 bench/fsdp/plot_losses.py "$results/fsdp_loss_${tag}.png" "${runs[@]}" >> "$report"
     fi
   fi
+fi
+
+# DeepSpeed from the carried wheels (tools/gpu-wheels.sh), into a scratch folder.
+deepspeed_ready() {
+  ((dry)) && return 0
+  if [[ -d "$root/.whl" ]] && ! python3 -c "import deepspeed" 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$work/site" "$root"/.whl/*.whl > "$work/wheels.log" 2>&1 || tail -5 "$work/wheels.log"
+    export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  python3 -c "import deepspeed" 2>/dev/null && return 0
+  failures=$((failures + 1))
+  note "- FAILED: no deepspeed here: run tools/gpu-wheels.sh on the build machine, carry .whl/"
+  return 1
+}
+
+# deepspeed_run OUT MODES [run.py flags...]: the DeepSpeed harness on the one GPU.
+deepspeed_run() {
+  local out=$1 modes=$2
+  shift 2
+  if run timeout 540 python3 bench/convergence/run.py --device cuda --python python3 \
+      --build "$build" --frameworks deepspeed --steps 30 --modes "$modes" --timeout 250 \
+      --out "$out" "$@" > "$work/deepspeed.log" 2>&1; then
+    ((dry)) || sed 's/^/    /' "$out/table.md" >> "$report"
+  else
+    failures=$((failures + 1)); note "- deepspeed $modes: FAILED or timed out"
+    tail -30 "$work/deepspeed.log"
+  fi
+}
+
+if want deepspeed; then
+  section "an unmodified framework: DeepSpeed ZeRO-3 over NCCL, through libzpp.so"
+  deepspeed_ready && deepspeed_run "$results/deepspeed_${tag}" plain,hpz,zero++ --check
+fi
+
+if want deepspeed-own; then
+  section "DeepSpeed's own hpZ and ZeRO++ (no zpp): the anchor rows"
+  deepspeed_ready && deepspeed_run "$results/deepspeed_own_${tag}" ds-hpz,ds-zero++ --no-reference
 fi
 
 if want bench; then

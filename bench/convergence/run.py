@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
 """zpp's convergence harness: the same GPT, text, seeds and data order trained with unmodified
-FSDP2 in every zpp mode, on CPU processes as simulated nodes, plus the same script over gloo.
+FSDP2 and unmodified DeepSpeed ZeRO-3 in every zpp mode, on CPU processes as simulated nodes,
+plus the same scripts over gloo, and DeepSpeed's own hpZ beside zpp's.
 
-    bench/convergence/run.py --python VENV/bin/python [--steps 100] [--out build/convergence]
+    bench/convergence/run.py --python VENV/bin/python [--frameworks fsdp2,deepspeed]
+                             [--steps 100] [--out build/convergence]
 
-Each mode is one `torchrun` of bench/fsdp/train_fsdp2.py through tools/zpp-run (its flags set
-the ZPP_* variables, and its optimizer hook advances the step epoch), with the torch backend
-`zpp` (build/python/zpp_torch) and ZPP_LOCAL_SIZE ranks per simulated node. The reference is the
-same script over gloo. Writes, under --out: loss_<mode>.csv per mode, losses.png (the curves side
-by side), summary.json, table.md (and, with --readme, that table into the README between its
-convergence-table markers). One progress line per mode.
+Each mode is one `torchrun` of the framework's script (bench/fsdp/train_fsdp2.py,
+bench/deepspeed/train_zero3.py) through tools/zpp-run (its flags set the ZPP_* variables, and
+its optimizer hook advances the step epoch: DeepSpeed's ZeRO-3 optimizer steps the torch AdamW it
+wraps, so the same hook sees DeepSpeed's step), with the torch backend `zpp`
+(build/python/zpp_torch) and ZPP_LOCAL_SIZE ranks per simulated node. The reference is the same
+script over gloo. DeepSpeed also runs `ds-hpz`: its own hpZ (zero_hpz_partition_size = ranks per
+simulated node) over gloo, with no zpp, its bytes counted by bench/deepspeed/counted_backend.py
+with the engine's ring model. Writes, under --out: loss_<framework>_<mode>.csv per run,
+losses_<framework>.png (the curves side by side), summary.json, table.md (and, with --readme,
+that table into the README between its convergence-table markers). One progress line per run.
 
 --device cuda runs the same on one GPU over NCCL with libzpp.so preloaded (every rank on GPU 0
 with its own NCCL_HOSTID, as tools/gpu-check.sh does), against plain NCCL instead of gloo; the
 plugin counts off-node bytes for zpp's own plans only (NCCL's pass-through traffic is not seen).
-Written for the first session with a GPU; not run yet.
+DeepSpeed's anchor on a GPU is its full ZeRO++ (`ds-zero++`: quantized weights and gradients and
+hpZ, over NCCL without zpp); on the CPU it waits for a GPU (DeepSpeed's CPU accelerator has no
+quantizer op). Written for the first session with a GPU; not run yet.
 
---check makes it a test: it fails unless plain through zpp equals gloo within 1e-5 relative at
-every step (up to 50), every zpp mode's stats show the engine took all-gathers (qwZ or hpZ
-modes) and reduce-scatters (qgZ modes), and the step epoch advanced once per optimizer step.
+--check makes it a test: it fails unless, for each framework, plain through zpp equals gloo
+within 1e-5 relative at every step (up to 50), every zpp mode's stats show the engine took
+all-gathers (qwZ or hpZ modes) and reduce-scatters (qgZ modes), hpZ modes hit with no
+verification failure, zero++ ends within 1% of plain, the step epoch advanced once per optimizer
+step, and (when both ran) zpp's hpz moves no more inter-node bytes than ds-hpz at equal loss.
 """
 import argparse
 import csv
@@ -32,7 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
-TRAIN = os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py")
+TRAIN = {"fsdp2": os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py"),
+         "deepspeed": os.path.join(ROOT, "bench", "deepspeed", "train_zero3.py")}
 ZPP_RUN = os.path.join(ROOT, "tools", "zpp-run")
 
 # Mode name -> zpp-run flags and extra variables. "plain" has every technique off.
@@ -47,12 +58,29 @@ MODES = {
     "int4": (["--qwz=4", "--hpz", "--qgz"],
              dict(INT4, ZPP_QGZ_BITS_INTRA="4", ZPP_QGZ_BITS_INTER="4")),
 }
+# DeepSpeed's own techniques, without zpp (LOCAL: ranks per simulated node): train_zero3.py
+# flags per device; on the CPU, over gloo with the bytes counted.
+DEEPSPEED_OWN = {
+    "ds-hpz": {"cpu": ["--backend", "gloo", "--count-bytes", "--ds-hpz", "LOCAL"],
+               "cuda": ["--backend", "nccl", "--ds-hpz", "LOCAL"]},
+    "ds-zero++": {"cuda": ["--backend", "nccl", "--ds-zeropp", "LOCAL"]},
+}
+WAITS_FOR_GPU = "waits for a GPU: DeepSpeed's CPU accelerator has no quantizer op"
+FRAMEWORKS = ("fsdp2", "deepspeed")
 # The reference run: the same script without zpp, over gloo on the CPU, NCCL on a GPU.
 REFERENCE = {"cpu": "gloo", "cuda": "nccl"}
+ZEROPP_LOSS_PCT = 1.0  # zero++'s final loss against plain's, at most (issue 15)
+LOSSLESS_PCT = 0.05  # hpz against ds-hpz: both lossless
 FIRST_STEPS = 50  # gloo_max_rel_diff covers these
-# Inter-node bytes per step are averaged from this step on (0-based): hpZ reuse starts in the
-# third step (the agreement is read one epoch after it is made).
-STEADY_FROM = 2
+# Inter-node bytes per step are averaged from this step on (0-based). zpp's hpZ follows the
+# reuse pattern agreed two epochs before: under FSDP2 it hits from the third step; DeepSpeed's
+# first step gathers each large parameter once only (4 such gathers, later steps 8), so the
+# pattern it gives has no reuse and the hits start in the fourth.
+STEADY_FROM = {"fsdp2": 2, "deepspeed": 3}
+# zpp's hpZ agreement: a 16-byte record per rank and epoch, all-gathered over the world
+# (src/engine/hpz_cache.h). DeepSpeed's hpZ agrees on nothing (the reason its reuse could go
+# stale unseen), so against ds-hpz zpp's hpz may move these bytes more and no others.
+AGREEMENT_RECORD_BYTES = 16
 ZPP_VARIABLES = ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTRA",
                  "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS")
 
@@ -63,8 +91,11 @@ def parse(argv):
                         help="the python of the torch environment (default: this one)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=None, help="default: BUILD/convergence")
-    parser.add_argument("--modes", default=",".join(MODES),
-                        help=f"comma list of {', '.join(MODES)}")
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS),
+                        help=f"comma list of {', '.join(FRAMEWORKS)}")
+    parser.add_argument("--modes", default=",".join(list(MODES) + list(DEEPSPEED_OWN)),
+                        help=f"comma list of {', '.join(list(MODES) + list(DEEPSPEED_OWN))} "
+                        "(ds-* for deepspeed only)")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--local-size", type=int, default=2, help="ranks per simulated node")
@@ -74,13 +105,18 @@ def parse(argv):
     parser.add_argument("--readme", help="write the table into this README's markers")
     parser.add_argument("--check", action="store_true", help="fail unless the checks hold")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per run")
-    parser.add_argument("train_args", nargs="*", help="after --: more train_fsdp2.py flags")
+    parser.add_argument("train_args", nargs="*", help="after --: more flags for the scripts")
     args = parser.parse_args(argv)
     args.out = args.out or os.path.join(args.build, "convergence")
+    args.frameworks = [f for f in args.frameworks.split(",") if f]
+    for framework in args.frameworks:
+        if framework not in FRAMEWORKS:
+            parser.error(f"unknown framework {framework!r} ({', '.join(FRAMEWORKS)})")
     args.modes = [m for m in args.modes.split(",") if m]
     for mode in args.modes:
-        if mode not in MODES:
-            parser.error(f"unknown mode {mode!r} (modes: {', '.join(MODES)})")
+        if mode not in MODES and mode not in DEEPSPEED_OWN:
+            parser.error(f"unknown mode {mode!r} (modes: {', '.join(MODES)}, "
+                         f"{', '.join(DEEPSPEED_OWN)})")
     return args
 
 
@@ -88,15 +124,27 @@ def slug(mode):
     return mode.replace("/", "-").replace("+", "p")
 
 
-def run_one(args, mode):
+def runs_of(args, framework):
+    """(mode, runnable) in order: the reference first, then zpp's modes, then DeepSpeed's own."""
+    runs = [] if args.no_reference else [(REFERENCE[args.device], True)]
+    for mode in args.modes:
+        if mode in MODES:
+            runs.append((mode, True))
+        elif framework == "deepspeed":
+            runs.append((mode, args.device in DEEPSPEED_OWN[mode]))
+    return runs
+
+
+def run_one(args, framework, mode):
     """Trains once; returns (loss rows, per-rank stats or None, wall seconds)."""
-    directory = os.path.join(args.out, "runs", slug(mode))
+    directory = os.path.join(args.out, "runs", framework, slug(mode))
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
     csv_path = os.path.join(directory, "loss.csv")
+    stats_dir = os.path.join(directory, "stats")
     torchrun = [args.python, "-m", "torch.distributed.run", "--nproc-per-node", str(args.ranks),
-                "--standalone", TRAIN, "--device", args.device, "--steps", str(args.steps),
-                "--csv", csv_path] + args.train_args
+                "--standalone", TRAIN[framework], "--device", args.device, "--steps",
+                str(args.steps), "--csv", csv_path] + args.train_args
     if args.device == "cuda":
         torchrun.append("--one-gpu")
     env = {k: v for k, v in os.environ.items() if k not in ZPP_VARIABLES}
@@ -104,14 +152,21 @@ def run_one(args, mode):
         [os.path.join(args.build, "python")] + [p for p in env.get("PYTHONPATH", "").split(
             os.pathsep) if p])
     env["OMP_NUM_THREADS"] = "1"
+    if framework == "deepspeed" and args.device == "cpu":
+        env["DS_ACCELERATOR"] = "cpu"
     reference = mode == REFERENCE[args.device]
+    counted = mode in DEEPSPEED_OWN and args.device == "cpu"  # the byte counter's stats
     if reference:
         command = torchrun + ["--backend", mode]
+    elif mode in DEEPSPEED_OWN:
+        flags = [str(args.local_size) if f == "LOCAL" else f
+                 for f in DEEPSPEED_OWN[mode][args.device]]
+        env["ZPP_LOCAL_SIZE"] = str(args.local_size)
+        command = torchrun + flags + (["--stats-dir", stats_dir] if counted else [])
     else:
         flags, variables = MODES[mode]
         env.update(variables)
         env["ZPP_LOCAL_SIZE"] = str(args.local_size)
-        stats_dir = os.path.join(directory, "stats")
         command = [sys.executable, ZPP_RUN, "--lib", os.path.join(args.build, "lib", "libzpp.so")]
         backend = ["--backend", "zpp"] if args.device == "cpu" else []
         command += flags + ["--"] + torchrun + backend + ["--stats-dir", stats_dir]
@@ -121,13 +176,13 @@ def run_one(args, mode):
                                   timeout=args.timeout, check=False)
     wall = time.monotonic() - start
     if finished.returncode != 0:
-        raise SystemExit(f"convergence: mode {mode} failed (exit {finished.returncode}); see "
-                         f"{directory}/log.txt")
+        raise SystemExit(f"convergence: {framework} {mode} failed (exit "
+                         f"{finished.returncode}); see {directory}/log.txt")
     with open(csv_path) as source:
         rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
                 for r in csv.DictReader(source)]
     stats = None
-    if not reference:
+    if not reference and (mode not in DEEPSPEED_OWN or counted):
         stats = []
         for rank in range(args.ranks):
             with open(os.path.join(directory, "stats", f"stats{rank}.json")) as source:
@@ -140,33 +195,43 @@ def final_loss(rows):
     return sum(loss for _, loss, _ in rows[-tail:]) / tail
 
 
-def summarize_stats(stats, steps):
+def summarize_stats(stats, steps, steady_from):
     """Sums over ranks: inter-node bytes per optimizer step from STEADY_FROM on, hpZ record,
-    calls per path and pass-throughs by reason over the whole run."""
+    calls per path and pass-throughs by reason over the whole run, the most secondary-partition
+    memory a rank kept, and the collectives zpp's engine did not take. DeepSpeed's own runs
+    (counted_backend.py) have bytes and kept memory only: the rest is None."""
     def inter(snapshot):
         sent = snapshot["sent_bytes"]
         return sent["inter_node"] + sent["inter_rack"]
 
-    first = min(STEADY_FROM, steps - 1)
+    def total(key):
+        return sum(s[key] for s in last) if key in last[0] else None
+
+    def summed(key):
+        out = {}
+        for snapshot in last:
+            for name, count in snapshot.get(key, {}).items():
+                out[name] = out.get(name, 0) + count
+        return out
+
+    first = min(steady_from, steps - 1)
     per_step = sum(inter(rank[-1]) - (inter(rank[first - 1]) if first > 0 else 0)
                    for rank in stats) / (steps - first)
     last = [rank[-1] for rank in stats]
-    reasons = {}
-    for snapshot in last:
-        for reason, count in snapshot["pass_through"].items():
-            reasons[reason] = reasons.get(reason, 0) + count
-    calls = {}
-    for snapshot in last:
-        for path, count in snapshot["calls"].items():
-            calls[path] = calls.get(path, 0) + count
+    zpp = "calls" in last[0]
+    # zpp's peak counter, or DeepSpeed's secondary copies measured after every backward.
+    kept = (max(s.get("hpz_kept_bytes_peak", 0) for s in last) if zpp else
+            max(s.get("ds_secondary_bytes", 0) for rank in stats for s in rank))
     return {
         "inter_node_bytes_per_step": per_step,
-        "hpz_hits": sum(s["hpz_hits"] for s in last),
-        "hpz_misses": sum(s["hpz_misses"] for s in last),
-        "hpz_verify_failures": sum(s["hpz_verify_failures"] for s in last),
-        "calls": calls,
-        "pass_through": reasons,
-        "step_epoch": last[0]["step_epoch"],
+        "hpz_hits": total("hpz_hits"),
+        "hpz_misses": total("hpz_misses"),
+        "hpz_verify_failures": total("hpz_verify_failures"),
+        "secondary_bytes_per_rank": kept,
+        "calls": summed("calls") if zpp else None,
+        "pass_through": summed("pass_through"),
+        "not_through_engine": summed("exact_ops"),
+        "step_epoch": last[0].get("step_epoch"),
     }
 
 
@@ -197,7 +262,7 @@ def plot(path, curves, plain, title):
             right.plot(steps, [100 * (r[1] - base[r[0]]) / base[r[0]] for r in rows],
                        label=mode, linewidth=1, color=color)
     left.set(xlabel="optimizer step", ylabel="training loss (mean over ranks)",
-             title=f"FSDP2 GPT on fortunes text, {title}")
+             title=f"GPT on fortunes text, {title}")
     right.set(xlabel="optimizer step", ylabel="loss against plain (%)",
               title="difference from plain, per step")
     right.axhline(0, color="black", linewidth=0.5)
@@ -213,25 +278,43 @@ def format_bytes(value):
     return f"{value / 2**20:.2f} MiB"
 
 
+def _cell(value, form="{}"):
+    return "" if value is None else form.format(value)
+
+
 def table(summary):
     lines = [
-        "| mode | final loss | vs plain | inter-node bytes / step | vs plain | hpZ hits | "
-        "verify failures | pass-throughs (reason: calls, all ranks) | wall |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+        "| framework | mode | final loss | vs plain | inter-node bytes / step | vs plain | "
+        "hpZ hits | verify failures | kept secondary / rank | not taken by zpp (calls, all ranks)"
+        " | wall |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    reference = summary.get("reference")
-    if reference:
-        lines.append(f"| {reference['mode']} (reference) | {reference['final_loss']:.4f} | "
-                     f"{reference['delta_pct']:+.3f}% | | | | | | "
-                     f"{reference['wall_seconds']:.0f} s |")
-    for entry in summary["modes"]:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(entry["pass_through"].items()))
-        ratio = entry.get("inter_node_vs_plain")
-        lines.append(
-            f"| {entry['mode']} | {entry['final_loss']:.4f} | {entry['delta_pct']:+.3f}% | "
-            f"{format_bytes(entry['inter_node_bytes_per_step'])} | "
-            f"{'' if ratio is None else f'{ratio:.3f}'} | {entry['hpz_hits']} | "
-            f"{entry['hpz_verify_failures']} | {reasons} | {entry['wall_seconds']:.0f} s |")
+    for framework in summary["frameworks"]:
+        reference = summary["references"].get(framework)
+        if reference is not None:
+            lines.append(f"| {framework} | {reference['mode']} (reference) | "
+                         f"{reference['final_loss']:.4f} | {reference['delta_pct']:+.3f}% | "
+                         f"| | | | | | {reference['wall_seconds']:.0f} s |")
+        for entry in summary["modes"]:
+            if entry["framework"] != framework:
+                continue
+            if entry.get("waits"):
+                lines.append(f"| {framework} | {entry['mode']} | {entry['waits']} "
+                             "| | | | | | | | |")
+                continue
+            reasons = [f"{k}: {v}" for k, v in sorted(entry["pass_through"].items())]
+            reasons += [f"{k} (exact): {v}" for k, v in sorted(entry["not_through_engine"].items())]
+            if entry["mode"] in DEEPSPEED_OWN:
+                reasons = ["DeepSpeed over gloo, no zpp"]
+            kept = entry["secondary_bytes_per_rank"]
+            lines.append(
+                f"| {framework} | {entry['mode']} | {entry['final_loss']:.4f} | "
+                f"{entry['delta_pct']:+.3f}% | "
+                f"{format_bytes(entry['inter_node_bytes_per_step'])} | "
+                f"{_cell(entry.get('inter_node_vs_plain'), '{:.3f}')} | "
+                f"{_cell(entry['hpz_hits'])} | {_cell(entry['hpz_verify_failures'])} | "
+                f"{format_bytes(kept) if kept else ''} | {', '.join(reasons)} | "
+                f"{entry['wall_seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
 
 
@@ -247,82 +330,126 @@ def update_readme(path, text):
         out.write(pattern.sub(lambda _: block, readme))
 
 
-def checks(summary, curves, reference_rows):
+def checks(summary):
     failures = []
-    if reference_rows is not None and "plain" in curves:
-        name = summary["reference"]["mode"]
-        difference = summary[f"{name}_max_rel_diff"]
-        if difference > 1e-5:
-            failures.append(f"plain through zpp differs from {name} by {difference:.3g} "
-                            "relative (at most 1e-5)")
-    for entry in summary["modes"]:
-        flags = MODES[entry["mode"]][0]
+    for framework, reference in summary["references"].items():
+        difference = reference.get("max_rel_diff")
+        if difference is not None and difference > 1e-5:
+            failures.append(f"{framework}: plain through zpp differs from {reference['mode']} by "
+                            f"{difference:.3g} relative (at most 1e-5)")
+    entries = {(e["framework"], e["mode"]): e for e in summary["modes"] if not e.get("waits")}
+    for (framework, mode), entry in entries.items():
+        name = f"{framework} {mode}"
+        if mode in DEEPSPEED_OWN:
+            continue
+        flags = MODES[mode][0]
         calls = entry["calls"]
         wants_gather = any(f.startswith(("--qwz", "--hpz")) for f in flags) or "--preset" in flags
         wants_scatter = "--qgz" in flags or "--preset" in flags
+        wants_hpz = "--hpz" in flags or "--preset" in flags
         if wants_gather and calls.get("qwz", 0) + calls.get("hpz", 0) == 0:
-            failures.append(f"{entry['mode']}: no all-gather went through zpp's plans")
+            failures.append(f"{name}: no all-gather went through zpp's plans")
         if wants_scatter and calls.get("qgz", 0) == 0:
-            failures.append(f"{entry['mode']}: no reduce-scatter went through qgZ")
+            failures.append(f"{name}: no reduce-scatter went through qgZ")
+        if wants_hpz and summary["steps"] > STEADY_FROM[framework] and entry["hpz_hits"] == 0:
+            failures.append(f"{name}: no hpZ hit")
+        if entry["hpz_verify_failures"]:
+            failures.append(f"{name}: {entry['hpz_verify_failures']} hpZ verification failures")
         # zpp-run's optimizer hook, once per step: hpZ may reuse only within a step.
         if entry["step_epoch"] != summary["steps"]:
-            failures.append(f"{entry['mode']}: the step epoch is {entry['step_epoch']} after "
+            failures.append(f"{name}: the step epoch is {entry['step_epoch']} after "
                             f"{summary['steps']} optimizer steps")
+        if mode == "zero++" and "delta_pct" in entry and abs(entry["delta_pct"]) > ZEROPP_LOSS_PCT:
+            failures.append(f"{name}: final loss {entry['delta_pct']:+.3f}% from plain's "
+                            f"(at most {ZEROPP_LOSS_PCT}%)")
+    ours, theirs = entries.get(("deepspeed", "hpz")), entries.get(("deepspeed", "ds-hpz"))
+    if ours and theirs:
+        record = AGREEMENT_RECORD_BYTES * summary["ranks"]
+        if ours["inter_node_bytes_per_step"] > theirs["inter_node_bytes_per_step"] + record:
+            failures.append(f"deepspeed: zpp's hpz moves {ours['inter_node_bytes_per_step']:.0f} "
+                            f"inter-node bytes per step, DeepSpeed's own "
+                            f"{theirs['inter_node_bytes_per_step']:.0f} (+ {record} for zpp's "
+                            "agreement record at most)")
+        apart = 100 * abs(ours["final_loss"] - theirs["final_loss"]) / theirs["final_loss"]
+        if apart > LOSSLESS_PCT:
+            failures.append(f"deepspeed: hpz and ds-hpz final losses {apart:.3f}% apart (both "
+                            f"lossless: at most {LOSSLESS_PCT}%)")
     return failures
+
+
+def run_framework(args, framework, summary, index, count):
+    """Every run of one framework, into `summary`; returns (curves, next index)."""
+    reference_mode = REFERENCE[args.device]
+    curves, reference_rows = {}, None
+    for mode, runnable in runs_of(args, framework):
+        index += 1
+        if not runnable:
+            summary["modes"].append({"mode": mode, "framework": framework, "waits": WAITS_FOR_GPU})
+            print(f"[{index}/{count}] {framework} {mode}: {WAITS_FOR_GPU}", flush=True)
+            continue
+        rows, stats, wall = run_one(args, framework, mode)
+        write_csv(os.path.join(args.out, f"loss_{framework}_{slug(mode)}.csv"), rows)
+        line = (f"[{index}/{count}] {framework} {mode}: {len(rows)} steps, loss "
+                f"{rows[0][1]:.4f} -> {final_loss(rows):.4f}, {wall:.0f} s")
+        if mode == reference_mode:
+            reference_rows = rows
+            summary["references"][framework] = {"mode": mode, "final_loss": final_loss(rows),
+                                                "wall_seconds": wall, "max_rel_diff": None}
+        else:
+            curves[mode] = rows
+            entry = {"mode": mode, "framework": framework,
+                     "backend": ("gloo (DeepSpeed's own)" if mode in DEEPSPEED_OWN else
+                                 "zpp" if args.device == "cpu" else "nccl+libzpp.so"),
+                     "final_loss": final_loss(rows), "wall_seconds": wall,
+                     "seconds_per_step": rows[-1][2] / max(1, len(rows) - 1),
+                     "loss_csv": os.path.join(args.out, f"loss_{framework}_{slug(mode)}.csv")}
+            if stats is not None:
+                entry.update(summarize_stats(stats, len(rows), STEADY_FROM[framework]))
+                entry["steady_from_step"] = STEADY_FROM[framework]
+                line += (f", inter-node {format_bytes(entry['inter_node_bytes_per_step'])}/step, "
+                         f"hpZ hits {entry['hpz_hits']}")
+            summary["modes"].append(entry)
+        print(line, flush=True)
+
+    plain = curves.get("plain")
+    ran = [e for e in summary["modes"] if e["framework"] == framework and not e.get("waits")]
+    base = next((e for e in ran if e["mode"] == "plain"), None)
+    for entry in ran:
+        entry["delta_pct"] = (100 * (entry["final_loss"] - base["final_loss"]) /
+                              base["final_loss"]) if base else 0.0
+        if base and "inter_node_bytes_per_step" in entry and base["inter_node_bytes_per_step"]:
+            entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
+                                            base["inter_node_bytes_per_step"])
+    reference = summary["references"].get(framework)
+    if reference is not None and plain is not None:
+        first = min(FIRST_STEPS, len(plain), len(reference_rows))
+        reference["max_rel_diff"] = max(abs(p[1] - g[1]) / abs(g[1])
+                                        for p, g in zip(plain[:first], reference_rows[:first]))
+        reference["steps_compared"] = first
+        reference["delta_pct"] = (100 * (reference["final_loss"] - final_loss(plain)) /
+                                  final_loss(plain))
+    elif reference is not None:
+        reference["delta_pct"] = 0.0
+    where = ("CPU ranks through zpp" if args.device == "cpu" else
+             "one GPU, NCCL with libzpp.so")
+    label = {"fsdp2": "FSDP2", "deepspeed": "DeepSpeed ZeRO-3"}[framework]
+    summary["plots"][framework] = plot(os.path.join(args.out, f"losses_{framework}.png"), curves,
+                                       plain, f"{label}, {where}")
+    return index
 
 
 def main(argv):
     args = parse(argv)
     os.makedirs(args.out, exist_ok=True)
-    reference_mode = REFERENCE[args.device]
-    runs = ([] if args.no_reference else [reference_mode]) + args.modes
-    curves, summary = {}, {"framework": "fsdp2", "device": args.device, "ranks": args.ranks,
-                           "ranks_per_node": args.local_size, "steps": args.steps, "modes": []}
-    reference_rows = None
+    summary = {"frameworks": args.frameworks, "device": args.device, "ranks": args.ranks,
+               "ranks_per_node": args.local_size, "steps": args.steps, "references": {},
+               "modes": [], "plots": {}}
+    count = sum(len(runs_of(args, f)) for f in args.frameworks)
     started = time.monotonic()
-    for index, mode in enumerate(runs, 1):
-        rows, stats, wall = run_one(args, mode)
-        write_csv(os.path.join(args.out, f"loss_{slug(mode)}.csv"), rows)
-        line = (f"[{index}/{len(runs)}] {mode}: {len(rows)} steps, loss {rows[0][1]:.4f} -> "
-                f"{final_loss(rows):.4f}, {wall:.0f} s")
-        if mode == reference_mode:
-            reference_rows = rows
-            summary["reference"] = {"mode": mode, "final_loss": final_loss(rows),
-                                    "wall_seconds": wall}
-        else:
-            curves[mode] = rows
-            entry = {"mode": mode, "framework": "fsdp2",
-                     "backend": "zpp" if args.device == "cpu" else "nccl+libzpp.so",
-                     "final_loss": final_loss(rows), "wall_seconds": wall,
-                     "seconds_per_step": rows[-1][2] / max(1, len(rows) - 1),
-                     "loss_csv": os.path.join(args.out, f"loss_{slug(mode)}.csv")}
-            entry.update(summarize_stats(stats, len(rows)))
-            summary["modes"].append(entry)
-            line += (f", inter-node {format_bytes(entry['inter_node_bytes_per_step'])}/step, "
-                     f"hpZ hits {entry['hpz_hits']}")
-        print(line, flush=True)
-
-    plain = curves.get("plain")
-    base = next((e for e in summary["modes"] if e["mode"] == "plain"), None)
-    for entry in summary["modes"]:
-        entry["delta_pct"] = (100 * (entry["final_loss"] - base["final_loss"]) /
-                              base["final_loss"]) if base else 0.0
-        if base and base["inter_node_bytes_per_step"]:
-            entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
-                                            base["inter_node_bytes_per_step"])
-    difference_key = f"{reference_mode}_max_rel_diff"  # gloo_max_rel_diff on the CPU
-    summary[difference_key] = None
-    if reference_rows is not None and plain is not None:
-        first = min(FIRST_STEPS, len(plain), len(reference_rows))
-        summary[difference_key] = max(abs(p[1] - g[1]) / abs(g[1])
-                                      for p, g in zip(plain[:first], reference_rows[:first]))
-        summary["reference_steps_compared"] = first
-        summary["reference"]["delta_pct"] = (100 * (summary["reference"]["final_loss"] -
-                                                    final_loss(plain)) / final_loss(plain))
+    index = 0
+    for framework in args.frameworks:
+        index = run_framework(args, framework, summary, index, count)
     summary["wall_seconds"] = time.monotonic() - started
-    where = ("CPU ranks through zpp" if args.device == "cpu" else
-             "one GPU, NCCL with libzpp.so")
-    summary["plot"] = plot(os.path.join(args.out, "losses.png"), curves, plain, where)
     text = table(summary)
     with open(os.path.join(args.out, "table.md"), "w") as out:
         out.write(text)
@@ -331,14 +458,15 @@ def main(argv):
     if args.readme:
         update_readme(args.readme, text)
     print(text, end="")
-    if summary[difference_key] is not None:
-        print(f"plain through zpp against {reference_mode}: max relative difference "
-              f"{summary[difference_key]:.3g} over the first "
-              f"{summary['reference_steps_compared']} steps; final loss "
-              f"{summary['reference']['delta_pct']:+.4f}%")
+    for framework, reference in summary["references"].items():
+        if reference.get("max_rel_diff") is not None:
+            print(f"{framework}: plain through zpp against {reference['mode']}: max relative "
+                  f"difference {reference['max_rel_diff']:.3g} over the first "
+                  f"{reference['steps_compared']} steps; final loss "
+                  f"{reference['delta_pct']:+.4f}%")
     print(f"convergence: {summary['wall_seconds']:.0f} s in all; {args.out}/summary.json")
     if args.check:
-        failures = checks(summary, curves, reference_rows)
+        failures = checks(summary)
         for failure in failures:
             print(f"convergence check FAILED: {failure}")
         if failures:

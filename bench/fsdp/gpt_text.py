@@ -22,6 +22,39 @@ _NOT_PROSE = {"ascii-art"}
 VOCAB = 256
 
 
+def add_run_arguments(parser):
+    """The flags every training script over this model and text shares (FSDP2, DeepSpeed)."""
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--backend", help="process group backend (default: nccl on cuda, zpp on "
+                        "cpu)")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8, help="sequences per rank and step")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--warmup", type=int, default=20, help="steps of linear warm-up")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--one-gpu", action="store_true", help="all ranks on GPU 0")
+    parser.add_argument("--csv", default="loss.csv")
+    parser.add_argument("--stats-dir", help="per-rank zpp stats after every step")
+
+
+def write_run(args, rank, world, lines, per_step):
+    """Every rank's counters (stats<rank>.json under --stats-dir, when there are any), and rank
+    0's loss CSV (step, mean loss over ranks, seconds since the first step)."""
+    if per_step:
+        import json
+
+        os.makedirs(args.stats_dir, exist_ok=True)
+        with open(os.path.join(args.stats_dir, f"stats{rank}.json"), "w") as out:
+            json.dump({"rank": rank, "world": world, "steps": per_step}, out)
+    if rank == 0:
+        with open(args.csv, "w") as out:
+            out.write("step,loss,seconds\n" + "\n".join(lines) + "\n")
+
+
 def load_corpus(directory=CORPUS_DIR):
     """The corpus as one uint8 tensor."""
     if not os.path.isdir(directory):

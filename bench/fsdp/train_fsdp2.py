@@ -14,31 +14,17 @@ backend, every rank writes stats<rank>.json: its engine counters after each opti
 """
 import argparse
 import ctypes
-import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import gpt_text  # noqa: E402 (beside this file; imports torch)
 
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--backend", help="process group backend (default: nccl on cuda, zpp on "
-                        "cpu)")
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--width", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=8, help="sequences per rank and step")
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--warmup", type=int, default=20, help="steps of linear warm-up")
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--one-gpu", action="store_true", help="all ranks on GPU 0")
-    parser.add_argument("--csv", default="loss.csv")
-    parser.add_argument("--stats-dir", help="per-rank zpp stats after every step (zpp backend)")
+    gpt_text.add_run_arguments(parser)
     parser.add_argument("--die-at-step", type=int, default=-1,
                         help="tests: rank --die-rank SIGKILLs itself at this step")
     parser.add_argument("--die-rank", type=int, default=1)
@@ -79,8 +65,6 @@ def main():
     import torch
     import torch.distributed as dist
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    import gpt_text
 
     if args.device == "cuda":
         device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
@@ -130,13 +114,8 @@ def main():
         lines.append(f"{step},{total.item() / world:.8f},{time.monotonic() - start:.3f}")
         if zpp_stats is not None:
             per_step.append(zpp_stats())
-    if zpp_stats is not None:
-        os.makedirs(args.stats_dir, exist_ok=True)
-        with open(os.path.join(args.stats_dir, f"stats{rank}.json"), "w") as out:
-            json.dump({"rank": rank, "world": world, "steps": per_step}, out)
+    gpt_text.write_run(args, rank, world, lines, per_step)
     if rank == 0:
-        with open(args.csv, "w") as out:
-            out.write("step,loss,seconds\n" + "\n".join(lines) + "\n")
         print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
         if args.device == "cuda":
             try:

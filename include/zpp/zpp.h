@@ -78,6 +78,9 @@ typedef struct {
    * nodes or racks: the codec is batched, one kernel per plan stage. */
   uint64_t kernel_launches[zppNumPaths];
   uint64_t collective_launches[zppNumPaths];
+  /* The most bytes of hpZ secondary partitions kept at once (ZPP_HPZ_MAX_MB bounds it): per
+   * communicator, or in the process view the largest any one communicator kept. */
+  uint64_t hpz_kept_bytes_peak;
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -312,6 +312,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   if (entry.lease) {
     ZPP_CHECK(entry.lease.fence().EndWrite(stream));
     entries_[position] = std::move(entry);
+    stats_.NoteHpzKeptBytes(kept_bytes());
   }
   if (slot) ZPP_CHECK(fingerprints_.fence().EndRead(stream));
   return staging.Finish();

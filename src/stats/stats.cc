@@ -41,6 +41,14 @@ void StatsCounters::AddLaunches(zppPath_t path, uint64_t kernels, uint64_t colle
   if (parent_ != nullptr) parent_->AddLaunches(path, kernels, collectives);
 }
 
+void StatsCounters::NoteHpzKeptBytes(uint64_t bytes) {
+  uint64_t peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
+  while (bytes > peak &&
+         !hpz_kept_bytes_peak_.compare_exchange_weak(peak, bytes, std::memory_order_relaxed)) {
+  }
+  if (parent_ != nullptr) parent_->NoteHpzKeptBytes(bytes);
+}
+
 void StatsCounters::Snapshot(zppStats_t* out) const {
   for (int i = 0; i < zppNumPaths; ++i) {
     out->calls[i] = calls_[i].load(std::memory_order_relaxed);
@@ -57,6 +65,7 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   out->hpz_hits = hpz_hits_.load(std::memory_order_relaxed);
   out->hpz_misses = hpz_misses_.load(std::memory_order_relaxed);
   out->hpz_verify_failures = hpz_verify_failures_.load(std::memory_order_relaxed);
+  out->hpz_kept_bytes_peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
 }
 
 StatsCounters& ProcessStats() {

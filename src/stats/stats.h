@@ -24,6 +24,8 @@ class StatsCounters {
   void AddHpzVerifyFailures(uint64_t n);
   // Kernels and collectives a plan of `path` enqueued.
   void AddLaunches(zppPath_t path, uint64_t kernels, uint64_t collectives);
+  // hpZ's kept secondary partitions now hold `bytes`; the peak is kept.
+  void NoteHpzKeptBytes(uint64_t bytes);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -38,6 +40,7 @@ class StatsCounters {
   std::atomic<uint64_t> hpz_verify_failures_{0};
   std::array<std::atomic<uint64_t>, zppNumPaths> kernel_launches_{};
   std::array<std::atomic<uint64_t>, zppNumPaths> collective_launches_{};
+  std::atomic<uint64_t> hpz_kept_bytes_peak_{0};
   StatsCounters* const parent_;
 };
 

@@ -13,8 +13,8 @@ SOURCE, BUILD = sys.argv[1], os.path.realpath(sys.argv[2])
 sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
-PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "bench",
-         "codec-bench"]
+PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "deepspeed",
+         "deepspeed-own", "bench", "codec-bench"]
 
 
 def dry_run(*args, cwd=SOURCE):
@@ -32,6 +32,8 @@ class DryRunTest(unittest.TestCase):
         self.assertIn("zpp-collective-check", out)
         self.assertIn("compute-sanitizer", out)
         self.assertIn("train_fsdp2.py", out)
+        self.assertRegex(out, r"--frameworks\s+deepspeed")
+        self.assertIn("ds-zero++", out)
         self.assertIn("zpp_stats_check.py", out)
 
     def test_the_preload_is_the_real_build_folder_absolute_or_relative(self):

@@ -133,6 +133,11 @@ def rank_main():
     stats = zpp_torch.stats()
     expect(sum(stats["calls"].values()) > 0, f"no engine call counted: {stats}")
     expect(stats["sent_bytes"]["inter_node"] > 0, f"no inter-node bytes: {stats}")
+    # What the engine does not take, counted by the package: the 9 all-reduces above (the one
+    # refused counts too), the default group's broadcast and barrier.
+    exact = stats["exact_ops"]
+    expect(exact.get("all_reduce") == 9 and exact.get("broadcast") == 1 and
+           exact.get("barrier", 0) >= 1, f"exact collectives counted: {exact}")
     topology = dist.distributed_c10d._get_default_group()._get_backend(
         torch.device("cpu")).topology()
     expect(topology == {"nodes": 2, "local_size": 2, "hierarchical": True,

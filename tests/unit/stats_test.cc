@@ -35,6 +35,19 @@ TEST(StatsTest, SnapshotReflectsCounters) {
   EXPECT_EQ(s.hpz_verify_failures, 1u);
 }
 
+TEST(StatsTest, KeptBytesIsThePeakAndTheParentSeesIt) {
+  StatsCounters process;
+  StatsCounters comm(&process);
+  comm.NoteHpzKeptBytes(300);
+  comm.NoteHpzKeptBytes(700);
+  comm.NoteHpzKeptBytes(200);  // partitions dropped: the peak stays
+  zppStats_t s{};
+  comm.Snapshot(&s);
+  EXPECT_EQ(s.hpz_kept_bytes_peak, 700u);
+  process.Snapshot(&s);
+  EXPECT_EQ(s.hpz_kept_bytes_peak, 700u);
+}
+
 TEST(StatsTest, ConcurrentAddsAreAllCounted) {
   StatsCounters stats;
   constexpr int kThreads = 4;

@@ -15,6 +15,7 @@ class Stats(ctypes.Structure):
         ("step_epoch", ctypes.c_uint64),
         ("kernel_launches", ctypes.c_uint64 * 4),
         ("collective_launches", ctypes.c_uint64 * 4),
+        ("hpz_kept_bytes_peak", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -32,6 +33,7 @@ class Stats(ctypes.Structure):
             "step_epoch": self.step_epoch,
             "kernel_launches": dict(zip(paths, self.kernel_launches)),
             "collective_launches": dict(zip(paths, self.collective_launches)),
+            "hpz_kept_bytes_peak": self.hpz_kept_bytes_peak,
         }
 
 

@@ -6,6 +6,7 @@ right there, naming the collective. torch 2.15 calls a Python backend's all_gath
 reduce_scatter_single (FSDP2), and older torch _allgather_base and _reduce_scatter_base: both
 names are here.
 """
+import collections
 import ctypes
 import functools
 
@@ -87,6 +88,8 @@ class ZppBackend(_C10dBackend):
             LIB.zppCpuCommDestroy(self._comm)
             self._comm = None
             raise
+        # Collectives zpp's engine does not take (exact here), by name: what the stats cannot show.
+        self._exact_calls = collections.Counter()
         _comms.append(self)
         epoch.install_step_hook()
 
@@ -115,10 +118,11 @@ class ZppBackend(_C10dBackend):
         return BACKEND_NAME
 
     def stats(self):
-        """This communicator's engine counters (zppStats_t as a dict)."""
+        """This communicator's engine counters (zppStats_t as a dict), and under `exact_ops` the
+        calls of the collectives the engine does not take (all_reduce, broadcast, barrier)."""
         raw = Stats()
         check(LIB.zppCpuCommGetStats(self._comm, ctypes.byref(raw)), "stats")
-        return raw.as_dict(_reason_names())
+        return dict(raw.as_dict(_reason_names()), exact_ops=dict(self._exact_calls))
 
     def topology(self):
         values = [ctypes.c_int() for _ in range(4)]
@@ -278,6 +282,7 @@ class ZppBackend(_C10dBackend):
         return result.to(dtype)
 
     def allreduce(self, tensors, opts=None):
+        self._exact_calls["all_reduce"] += 1
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         for tensor in tensors:
             _check_cpu("allreduce", tensor)
@@ -288,6 +293,7 @@ class ZppBackend(_C10dBackend):
         return self.allreduce(tensors, opts)
 
     def broadcast(self, tensors, opts):
+        self._exact_calls["broadcast"] += 1
         for tensor in tensors:
             _check_cpu("broadcast", tensor)
             buffer = tensor.contiguous()
@@ -300,6 +306,7 @@ class ZppBackend(_C10dBackend):
         return _done(tensors)
 
     def barrier(self, opts=None):
+        self._exact_calls["barrier"] += 1
         self._gather_all(torch.zeros(1, dtype=torch.uint8), "barrier")
         return _done([])
 
