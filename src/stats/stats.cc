@@ -93,6 +93,8 @@ const char* PassThroughReasonName(int reason) {
       return "unknown-comm";
     case zppReasonInvalidArgs:
       return "invalid-args";
+    case zppReasonPool:
+      return "pool";
     default:
       break;
   }
