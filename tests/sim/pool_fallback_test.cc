@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "../topology/log_capture.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/engine.h"
 #include "engine/pool_reservation.h"
@@ -31,26 +31,13 @@ constexpr int kPerNode = 2;
 constexpr int kRanks = kNodes * kPerNode;
 constexpr size_t kCount = 4096;  // elements per rank
 
-class WarnLines {
- public:
-  WarnLines() {
-    log::SetSinkForTesting([this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (line.find("WARN") != std::string_view::npos) lines_.emplace_back(line);
-    });
-  }
-  ~WarnLines() { log::SetSinkForTesting(nullptr); }
-  int Containing(std::string_view text) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const std::string& l) {
-      return l.find(text) != std::string::npos;
-    }));
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
+// The WARN lines containing `text` (the sink runs under the logger's lock: ranks may log at once).
+int WarnsContaining(const topology::test_support::LogCapture& log, std::string_view text) {
+  const std::vector<std::string> warns = log.At("WARN");
+  return static_cast<int>(std::count_if(warns.begin(), warns.end(), [&](const std::string& line) {
+    return line.find(text) != std::string::npos;
+  }));
+}
 
 plan::Shape TwoByTwo() {
   plan::Shape shape;
@@ -162,7 +149,7 @@ int Passed(const zppStats_t& stats, zppPassThroughReason_t reason) {
 }
 
 TEST(PoolFallbackTest, OneRankFailingToReserveSendsEveryRankToNcclTogether) {
-  WarnLines warns;
+  topology::test_support::LogCapture log;
   PoolSpec spec;
   spec.settings = Modes(true, true, true);  // hierarchical qwZ + hpZ: sub-group collectives
   spec.failing = 3;
@@ -179,12 +166,12 @@ TEST(PoolFallbackTest, OneRankFailingToReserveSendsEveryRankToNcclTogether) {
     }
   }
   EXPECT_EQ(Passed(run.stats, zppReasonPool), kRanks * 3);
-  EXPECT_EQ(warns.Containing("ZPP_POOL_MB"), 2 * kRanks);  // set-up and first call, every rank
-  EXPECT_EQ(warns.Containing("rank 3 failed"), kRanks);
+  EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // set-up and first call, every rank
+  EXPECT_EQ(WarnsContaining(log, "rank 3 failed"), kRanks);
 }
 
 TEST(PoolFallbackTest, OneRankFailingToReserveReduceScatterToo) {
-  WarnLines warns;
+  topology::test_support::LogCapture log;
   PoolSpec spec;
   spec.settings = Modes(false, false, true);  // hierarchical qgZ
   spec.failing = 0;
@@ -206,7 +193,7 @@ TEST(PoolFallbackTest, OneRankFailingToReserveReduceScatterToo) {
 // A call whose buffers do not fit the agreed reservation passes through on every rank, and the
 // calls that fit still run zpp's plans: the decision follows sizes and capacity alone.
 TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
-  WarnLines warns;
+  topology::test_support::LogCapture log;
   for (const plan::Settings& settings : {Modes(true, false, false), Modes(true, true, false)}) {
     PoolSpec spec;
     spec.settings = settings;
@@ -225,7 +212,7 @@ TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
     }
     EXPECT_EQ(Passed(run.stats, zppReasonPool), kRanks);
   }
-  EXPECT_EQ(warns.Containing("ZPP_POOL_MB"), 2 * kRanks);  // once per communicator (engine)
+  EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // once per communicator (engine)
 }
 
 // Within capacity nothing is allocated on the collective path: every device allocation after
