@@ -21,8 +21,9 @@ mkdir -p "$results"
 
 pids=()
 for rank in 0 1 2 3; do
-  # Never under LD_PRELOAD=libzpp.so: "nccl" rows must be the real NCCL.
-  env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 timeout 450 \
+  # Never under LD_PRELOAD=libzpp.so: "nccl" rows must be the real NCCL. Each mode's communicator
+  # reserves ZPP_POOL_MB, four ranks share the GPU: 1 GiB holds a 256M case's staging.
+  env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 ZPP_POOL_MB=1024 timeout 450 \
     "$build/bin/zpp-bench" --backend nccl --nodes 2 --gpus-per-node 2 --rank "$rank" \
     --dir "$work" -b 8 -e 256M -f 2 -w 2 -n 10 \
     --modes nccl,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++ --json "$work/out.json" "$@" \

@@ -199,6 +199,16 @@ mutant same-decision-setup-outcome src/engine/setup_outcome.cc \
   '    if (all[rank] != std::byte{1}) out->failed_ranks.push_back(rank);' \
   '    if (all[rank] != std::byte{1} && rank == exchange.rank()) out->failed_ranks.push_back(rank);' \
   "zpp_sim_tests=SetUpOutcome*@60"
+# Staging memory (issue 16, item 5): a rank that decides alone on its failed reservation runs NCCL
+# while its peers run zpp's plan; a bounded pool that allocates can fail on one rank only.
+mutant same-decision-pool-reservation src/engine/pool_reservation.cc \
+  '  if (!outcome.all_ok) {' \
+  '  if (!reserved) {' \
+  "zpp_sim_pool_tests=*@60"
+mutant pool-never-allocates src/fence/buffer_pool.cc \
+  '  if (!bounded_) return backend_.Allocate(size, out);' \
+  '  return backend_.Allocate(size, out);' \
+  "zpp_sim_pool_tests=*@60"
 
 # ---- The run. ----
 

@@ -52,7 +52,9 @@ typedef enum {
                                   set-up failed; the log says which) */
   zppReasonInvalidComm = 11,   /* a communicator zpp did not see created */
   zppReasonInvalidArgs = 12,   /* NULL buffers, unknown dtype or op: NCCL reports its error */
-  zppNumReasons = 13
+  zppReasonPool = 13,          /* its staging does not fit the memory reserved at set-up
+                                  (ZPP_POOL_MB), on every rank alike */
+  zppNumReasons = 14
 } zppPassThroughReason_t;
 
 /* The link a byte crossed. */

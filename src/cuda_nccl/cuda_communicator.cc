@@ -12,6 +12,7 @@
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
 #include "engine/plan_context.h"
+#include "engine/pool_reservation.h"
 #include "engine/setup_outcome.h"
 #include "kernels/codec_kernels.h"
 #include "topology/discovery.h"
@@ -28,13 +29,17 @@ using cuda::DeviceScope;
 class CudaZppCommunicator final : public ZppCommunicator {
  public:
   CudaZppCommunicator(std::unique_ptr<CudaNcclBackend> backend, const plan::Shape& shape,
-                      const engine::EngineOptions& options, StatsCounters& stats)
+                      const engine::EngineOptions& options, StatsCounters& stats,
+                      std::unique_ptr<BufferPool> pool)
       : backend_(std::move(backend)),
         stats_(stats),
-        engine_(std::make_unique<engine::Engine>(*backend_, shape, options, stats)) {}
+        engine_(
+            std::make_unique<engine::Engine>(*backend_, shape, options, stats, std::move(pool))),
+        copies_(std::make_unique<BufferPool>(*backend_, options.fence_enabled)) {}
 
   ~CudaZppCommunicator() override {
     DeviceScope scope(backend_->device());
+    copies_.reset();
     engine_.reset();  // its buffers, then the sub-communicators
     backend_.reset();
   }
@@ -70,18 +75,26 @@ class CudaZppCommunicator final : public ZppCommunicator {
  private:
   // Runs `call` on the caller's stream with the communicator's device current; when the input
   // (`input_bytes` at args.send) overlaps the output other than in place, on a staged copy.
+  // The copy is this rank's alone (the overlap is a fact about its own pointers), so it comes
+  // from a pool of its own, never from the agreed one, whose answers must stay the same on every
+  // rank. Without it the call still runs: every plan reads all of its input before it writes
+  // any output (the copy guards plans to come), and skipping it changes no rank's path.
   template <typename Args, typename Call>
   Result Run(cudaStream_t stream, Args args, bool overlaps, size_t input_bytes, Call&& call) {
     DeviceScope scope(backend_->device());
     ZPP_CHECK(scope.status());
     CudaStream borrowed = CudaStream::Borrow(stream);
-    engine::PlanContext context{*backend_, engine_->pool(), borrowed};
+    engine::PlanContext context{*backend_, *copies_, borrowed};
     engine::Staging staging(context);
     if (overlaps) {
       std::byte* copy = nullptr;
-      ZPP_CHECK(staging.Take(input_bytes, &copy));
-      ZPP_CHECK(backend_->Memcpy(copy, args.send, input_bytes, borrowed));
-      args.send = copy;
+      if (staging.Take(input_bytes, &copy) == ncclSuccess) {
+        ZPP_CHECK(backend_->Memcpy(copy, args.send, input_bytes, borrowed));
+        args.send = copy;
+      } else {
+        ZPP_INFO(kExec, "no memory to stage an overlapping input of %zu bytes: run without",
+                 input_bytes);
+      }
     }
     plan::Plan ran;
     ZPP_CHECK(call(args, borrowed, &ran));
@@ -92,6 +105,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   std::unique_ptr<CudaNcclBackend> backend_;
   StatsCounters& stats_;
   std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<BufferPool> copies_;  // overlapping inputs' copies (see Run)
 };
 
 topology::LocalFacts DiscoverLocalFacts(int device, const config::EnvLookup& env) {
@@ -199,7 +213,14 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   } else {
     shape.rack_level_allowed = false;
   }
-  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats);
+  // Last, and agreed: all of zpp's staging comes from here (engine/pool_reservation.h). With
+  // settings the ranks disagree on, every call passes through and nothing is reserved.
+  std::unique_ptr<BufferPool> pool;
+  ZPP_CHECK(engine::ReserveStagingPool(*backend, exchange,
+                                       shape.config_agreed ? options.pool_bytes : 0,
+                                       options.fence_enabled, &pool));
+  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats,
+                                               std::move(pool));
   why_not->clear();
   return ncclSuccess;
 }

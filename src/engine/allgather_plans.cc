@@ -43,35 +43,21 @@ size_t SecondaryPartitionBytes(const Backend& backend, const plan::Plan& plan,
   return ContributionBytes(plan, args) * backend.GroupSize(GroupKind::kInterNode);
 }
 
-Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
-                                const AllGatherArgs& args, std::byte* secondary) {
-  Backend& backend = context.backend;
-  const size_t contribution = ContributionBytes(plan, args);
-  const void* mine = args.send;
-  Staging staging(context);
-  if (plan.bits_inter != 0) {
-    std::byte* piece = nullptr;
-    ZPP_CHECK(staging.Take(contribution, &piece));
-    ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, WeightFormat(plan),
-                               codec::Rounding{}, {piece, contribution}, context.stream));
-    mine = piece;
-  }
-  ZPP_CHECK(
-      backend.AllGather(mine, secondary, contribution, GroupKind::kInterNode, context.stream));
-  ZPP_CHECK(RunIntraNodeAllGather(context, plan, args, secondary));
-  return staging.Finish();
+namespace {
+
+// The intra-node stage's receive area: every local rank's secondary partition.
+size_t GatheredBytes(const Backend& backend, const plan::Plan& plan, const AllGatherArgs& args) {
+  return SecondaryPartitionBytes(backend, plan, args) * backend.GroupSize(GroupKind::kIntraNode);
 }
 
-Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
-                             const AllGatherArgs& args, const std::byte* secondary) {
+// The intra-node stage into `gathered` (GatheredBytes), then every shard into the output.
+Result IntraNodeAllGather(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                          const std::byte* secondary, std::byte* gathered) {
   Backend& backend = context.backend;
   const size_t contribution = ContributionBytes(plan, args);
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int locals = backend.GroupSize(GroupKind::kIntraNode);
   const size_t secondary_bytes = contribution * nodes;
-  Staging staging(context);
-  std::byte* gathered = nullptr;
-  ZPP_CHECK(staging.Take(secondary_bytes * locals, &gathered));
   ZPP_CHECK(backend.AllGather(secondary, gathered, secondary_bytes, GroupKind::kIntraNode,
                               context.stream));
   // gathered[local][node] holds the shard of rank node x locals + local (contiguous nodes): one
@@ -86,14 +72,45 @@ Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
   places.to[2] = locals * shard_units;
   const std::span<const std::byte> all{gathered, secondary_bytes * locals};
   if (plan.bits_inter != 0) {
-    ZPP_CHECK(backend.DequantizeBatch(all, args.count, places, WeightFormat(plan),
-                                      {args.recv, args.dtype, args.count * nodes * locals},
-                                      context.stream));
-  } else {
-    ZPP_CHECK(backend.CopyBatch(all,
-                                {static_cast<std::byte*>(args.recv), contribution * nodes * locals},
-                                contribution, places, context.stream));
+    return backend.DequantizeBatch(all, args.count, places, WeightFormat(plan),
+                                   {args.recv, args.dtype, args.count * nodes * locals},
+                                   context.stream);
   }
+  return backend.CopyBatch(all, {static_cast<std::byte*>(args.recv), contribution * nodes * locals},
+                           contribution, places, context.stream);
+}
+
+}  // namespace
+
+Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
+                                const AllGatherArgs& args, std::byte* secondary) {
+  Backend& backend = context.backend;
+  const size_t contribution = ContributionBytes(plan, args);
+  const void* mine = args.send;
+  // Both stages' buffers before anything is enqueued: a pool that cannot give one fails the
+  // call before this rank enters a collective its peers wait in.
+  Staging staging(context);
+  std::byte* piece = nullptr;
+  std::byte* gathered = nullptr;
+  if (plan.bits_inter != 0) ZPP_CHECK(staging.Take(contribution, &piece));
+  ZPP_CHECK(staging.Take(GatheredBytes(backend, plan, args), &gathered));
+  if (plan.bits_inter != 0) {
+    ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, WeightFormat(plan),
+                               codec::Rounding{}, {piece, contribution}, context.stream));
+    mine = piece;
+  }
+  ZPP_CHECK(
+      backend.AllGather(mine, secondary, contribution, GroupKind::kInterNode, context.stream));
+  ZPP_CHECK(IntraNodeAllGather(context, plan, args, secondary, gathered));
+  return staging.Finish();
+}
+
+Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
+                             const AllGatherArgs& args, const std::byte* secondary) {
+  Staging staging(context);
+  std::byte* gathered = nullptr;
+  ZPP_CHECK(staging.Take(GatheredBytes(context.backend, plan, args), &gathered));
+  ZPP_CHECK(IntraNodeAllGather(context, plan, args, secondary, gathered));
   return staging.Finish();
 }
 

@@ -15,15 +15,16 @@ EngineOptions OptionsFrom(const Config& config) {
   options.settings = plan::SettingsFrom(config);
   options.fence_enabled = config.fence != 0;
   options.hpz_max_bytes = static_cast<uint64_t>(config.hpz_max_mb) << 20;
+  options.pool_bytes = static_cast<uint64_t>(config.pool_mb) << 20;
   return options;
 }
 
 Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
-               StatsCounters& stats)
+               StatsCounters& stats, std::unique_ptr<BufferPool> pool)
     : backend_(backend),
       shape_(shape),
       settings_(options.settings),
-      pool_(backend, options.fence_enabled),
+      pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
   if (settings_.hpz && shape_.hierarchical_allowed) {
     std::function<uint64_t()> epoch = options.epoch;
@@ -42,6 +43,15 @@ zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   return gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz;
 }
 
+// What a call whose staging the pool refused runs instead: NCCL's collective, as planned for it.
+plan::Plan PoolPassThrough(const plan::Plan& planned) {
+  plan::Plan plan;
+  plan.reason = zppReasonPool;
+  plan.off_node_bytes = planned.plain_off_node_bytes;
+  plan.plain_off_node_bytes = planned.plain_off_node_bytes;
+  return plan;
+}
+
 }  // namespace
 
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op) {
@@ -50,6 +60,27 @@ void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::Collectiv
     return;
   }
   stats_.AddCall(PathOf(plan, op), input_bytes);
+}
+
+bool Engine::FellShort(Result result, const LaunchCounts& before) {
+  const size_t shortfall = pool_->TakeShortfall();
+  if (result == ncclSuccess || shortfall == 0) return false;
+  // Every plan takes its buffers before its first collective; a refusal after one would leave
+  // this call half done on every rank alike: its error stands (no rank waits for another).
+  if (backend_.launches().collectives != before.collectives) return false;
+  const auto mib = [](size_t bytes) { return static_cast<unsigned long long>(bytes >> 20); };
+  if (!warned_short_) {
+    warned_short_ = true;
+    ZPP_WARN(
+        "zpp: a call's staging (a %llu KiB buffer) does not fit the %llu MiB this communicator "
+        "reserved (ZPP_POOL_MB): such calls go to NCCL on every rank (reason 'pool' in "
+        "ZPP_STATS); raise ZPP_POOL_MB to run them with zpp",
+        static_cast<unsigned long long>(shortfall >> 10), mib(pool_->capacity()));
+  } else {
+    ZPP_INFO(kExec, "staging of %llu KiB does not fit ZPP_POOL_MB: passed through",
+             static_cast<unsigned long long>(shortfall >> 10));
+  }
+  return true;
 }
 
 void Engine::CountLaunches(const plan::Plan& plan, plan::CollectiveOp op,
@@ -76,22 +107,26 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
   const plan::Call call = CallOf(args);
   ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
+  const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
+  const LaunchCounts before = backend_.launches();
+  pool_->TakeShortfall();  // only this call's refusal counts
+  plan::Plan ran = plan;
+  Result result = ncclSuccess;
   // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
   // cache decides between the fill and the intra-node-only hit.
-  const LaunchCounts before = backend_.launches();
   if (plan.kind == plan::PlanKind::kHierarchicalAllGather) {
-    PlanContext context{backend_, pool_, stream};
-    plan::Plan ran = plan;
-    const Result result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
-    if (chosen != nullptr) *chosen = ran;
-    Count(ran, args.count * plan::DtypeBytes(args.dtype), call.op);
-    CountLaunches(ran, call.op, before);
-    return result;
+    PlanContext context{backend_, *pool_, stream};
+    result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
+  } else {
+    result = RunAllGather(plan, args, stream);
   }
-  if (chosen != nullptr) *chosen = plan;
-  Count(plan, args.count * plan::DtypeBytes(args.dtype), call.op);
-  const Result result = RunAllGather(plan, args, stream);
-  CountLaunches(plan, call.op, before);
+  if (FellShort(result, before)) {
+    ran = PoolPassThrough(plan);
+    result = backend_.AllGather(args.send, args.recv, bytes, GroupKind::kWorld, stream);
+  }
+  if (chosen != nullptr) *chosen = ran;
+  Count(ran, bytes, call.op);
+  CountLaunches(ran, call.op, before);
   return result;
 }
 
@@ -100,21 +135,27 @@ Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& ar
   const plan::Call call = CallOf(args);
   ZPP_TRACE(kPlan, "reducescatter count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
             plan::PlanKindName(plan.kind).data());
-  if (chosen != nullptr) *chosen = plan;
-  Count(plan, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
   const LaunchCounts before = backend_.launches();
+  pool_->TakeShortfall();
+  plan::Plan ran = plan;
   Result result = RunReduceScatter(plan, args, stream);
+  if (FellShort(result, before)) {
+    ran = PoolPassThrough(plan);
+    result = RunReduceScatter(ran, args, stream);
+  }
   if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
       args.premul_device != nullptr) {
     result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
                                           stream);
   }
-  CountLaunches(plan, call.op, before);
+  if (chosen != nullptr) *chosen = ran;
+  Count(ran, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
+  CountLaunches(ran, call.op, before);
   return result;
 }
 
 Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {
-  PlanContext context{backend_, pool_, stream};
+  PlanContext context{backend_, *pool_, stream};
   switch (plan.kind) {
     case plan::PlanKind::kQwzFlatAllGather:
       return RunQwzFlatAllGather(context, plan, args);
@@ -126,7 +167,7 @@ Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, S
 
 Result Engine::RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args,
                                 Stream& stream) {
-  PlanContext context{backend_, pool_, stream};
+  PlanContext context{backend_, *pool_, stream};
   switch (plan.kind) {
     case plan::PlanKind::kQgzFlatReduceScatter:
       return RunQgzFlatReduceScatter(context, plan, args);

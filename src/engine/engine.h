@@ -24,17 +24,21 @@ struct EngineOptions {
   plan::Settings settings;
   bool fence_enabled = true;                   // ZPP_FENCE
   uint64_t hpz_max_bytes = uint64_t{4} << 30;  // ZPP_HPZ_MAX_MB
+  uint64_t pool_bytes = uint64_t{2} << 30;     // ZPP_POOL_MB: what set-up reserves
   // The step epoch; by default the process's (zppStepEpochAdvance).
   std::function<uint64_t()> epoch;
 };
 
-// The options the process configuration gives (ZPP_QWZ..., ZPP_FENCE, ZPP_HPZ_MAX_MB).
+// The options the process configuration gives (ZPP_QWZ..., ZPP_FENCE, ZPP_HPZ_MAX_MB,
+// ZPP_POOL_MB).
 EngineOptions OptionsFrom(const Config& config);
 
 class Engine {
  public:
+  // `pool`: the staging pool, bounded by the reservation the ranks agreed on at set-up
+  // (engine/pool_reservation.h); without one, an on-demand pool (the CPU backend, tests).
   Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
-         StatsCounters& stats);
+         StatsCounters& stats, std::unique_ptr<BufferPool> pool = nullptr);
 
   // NCCL's semantics; `chosen`, when given, receives the plan that ran.
   Result AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
@@ -49,7 +53,7 @@ class Engine {
                        plan::Plan* chosen = nullptr);
 
   const plan::Shape& shape() const { return shape_; }
-  BufferPool& pool() { return pool_; }
+  BufferPool& pool() { return *pool_; }
   const HpzCache* hpz() const { return hpz_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {
@@ -60,14 +64,18 @@ class Engine {
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
   Result RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream);
   void Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op);
+  // Whether a run that returned `result` failed only because the bounded pool refused a buffer
+  // before any collective was enqueued (since `before`): then it passes through.
+  bool FellShort(Result result, const LaunchCounts& before);
   // What the plan's run enqueued since `before`, into its path's launch counts.
   void CountLaunches(const plan::Plan& plan, plan::CollectiveOp op, const LaunchCounts& before);
 
   Backend& backend_;
   const plan::Shape shape_;
   const plan::Settings settings_;
-  BufferPool pool_;
+  std::unique_ptr<BufferPool> pool_;
   StatsCounters& stats_;
+  bool warned_short_ = false;
   std::unique_ptr<HpzCache> hpz_;  // with hpZ on a hierarchy
 };
 

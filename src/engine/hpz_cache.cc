@@ -100,7 +100,7 @@ Result HpzCache::HarvestAgreement() {
   const size_t record_bytes = ranks * sizeof(EpochRecord);
   std::vector<std::byte> harvested(record_bytes + exchanged_pattern_calls_ * sizeof(int32_t));
   ZPP_CHECK(
-      backend_.ReadAfter(*exchange_done_, harvested.data(), harvest_->data(), harvested.size()));
+      backend_.ReadAfter(*exchange_done_, harvested.data(), harvest_.data(), harvested.size()));
   std::vector<EpochRecord> records(ranks);
   std::memcpy(records.data(), harvested.data(), record_bytes);
   std::vector<int32_t> pattern(exchanged_pattern_calls_);
@@ -159,22 +159,26 @@ Result HpzCache::HarvestAgreement() {
   return ncclSuccess;
 }
 
-Result HpzCache::ExchangeRecord(Stream& stream) {
+Result HpzCache::ExchangeRecord(PlanContext& context) {
+  Stream& stream = context.stream;
   const int ranks = backend_.world_size();
   const auto calls = static_cast<uint32_t>(shapes_.size());
   const auto derived = static_cast<uint32_t>(std::min(shapes_.size(), capacity_));
+  // Buffers before the exchange is enqueued, from the pool: a refusal is every rank's alike.
   if (!exchange_send_) {
-    ZPP_CHECK(backend_.Allocate(sizeof(EpochRecord), &exchange_send_));
+    ZPP_CHECK(context.pool.Take(sizeof(EpochRecord), &exchange_send_));
     ZPP_CHECK(backend_.CreateEvent(&exchange_done_));
   }
   // The previous exchange has been read (HarvestAgreement runs first): the area may change.
   if (!harvest_ || harvest_pattern_capacity_ < derived) {
-    harvest_pattern_capacity_ = std::max<size_t>(derived, kMinSlots);
-    ZPP_CHECK(backend_.Allocate(
-        ranks * sizeof(EpochRecord) + harvest_pattern_capacity_ * sizeof(int32_t), &harvest_));
+    const size_t capacity = std::max<size_t>(derived, kMinSlots);
+    BufferLease bigger;
+    ZPP_CHECK(context.pool.Take(ranks * sizeof(EpochRecord) + capacity * sizeof(int32_t), &bigger));
+    harvest_ = std::move(bigger);
+    harvest_pattern_capacity_ = capacity;
   }
-  auto* send = static_cast<std::byte*>(exchange_send_->data());
-  auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_->data()) +
+  auto* send = static_cast<std::byte*>(exchange_send_.data());
+  auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_.data()) +
                                              ranks * sizeof(EpochRecord));
   // The fence's exclusive side (see AllGather): waits for every call's slot, on every stream.
   ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));
@@ -188,7 +192,7 @@ Result HpzCache::ExchangeRecord(Stream& stream) {
   ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures), failures_->data(),
                             sizeof(uint32_t), stream));
   ZPP_CHECK(
-      backend_.AllGather(send, harvest_->data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
+      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
   ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));
   exchange_pending_ = true;
   exchanged_shapes_ = shapes_;
@@ -204,21 +208,24 @@ Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
   }
   size_t slots = kMinSlots;
   if (started_) {
-    // The exchange of the previous advance has completed long since; then tell about the
-    // epoch that just ended.
+    // The exchange of the previous advance has completed long since.
     ZPP_CHECK(HarvestAgreement());
-    ZPP_CHECK(ExchangeRecord(context.stream));
     slots = std::max(slots, 2 * shapes_.size());
   }
   // Every agreed position needs its slot: a hit verifies against it.
   slots = std::max(slots, agreed_.shapes.size());
+  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)
+  // fails the call before any collective. Its fence orders it after its earlier users.
+  BufferLease fingerprints;
+  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));
+  // Then tell about the epoch that just ended.
+  if (started_) ZPP_CHECK(ExchangeRecord(context));
   started_ = true;
   epoch_ = epoch;
   entries_.clear();  // leases return to the pool; their fences order any later reuse
   shapes_.clear();
   departed_ = false;
-  fingerprints_ = BufferLease();  // its fence orders the next user after the pattern's read
-  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints_));
+  fingerprints_ = std::move(fingerprints);
   capacity_ = slots;
   return ncclSuccess;
 }
@@ -263,6 +270,15 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   const std::span<const std::byte> shard{static_cast<const std::byte*>(args.send),
                                          ShardBytes(args)};
   const bool slot = static_cast<size_t>(position) < capacity_;
+  // A buffer the pool refuses below ends the call early (it passes through): the slot's read
+  // still ends, so that the pattern at the next advance waits for this fingerprint on any stream.
+  struct SlotRead {
+    EpochFence* fence = nullptr;
+    Stream& stream;
+    ~SlotRead() {
+      if (fence != nullptr) fence->EndRead(stream);
+    }
+  } open_slot{nullptr, context.stream};
   if (slot) {
     // Calls write distinct slots, so they take the fence's shared side and need not wait for
     // each other; the pattern at the advance takes the exclusive side and waits for them all. A
@@ -270,6 +286,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     ZPP_CHECK(fingerprints_.fence().BeginRead(stream));
     // Before the gather: FSDP2's input lies inside the output.
     ZPP_CHECK(backend.Fingerprint(shard, FingerprintSlot(position), stream));
+    open_slot.fence = &fingerprints_.fence();
   }
   if (root >= 0) {
     *plan = plan::MakePlan(call, shape, settings, plan::HpzState{true});
@@ -284,6 +301,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
         {args.recv, args.dtype, args.count * static_cast<size_t>(shape.world)}, /*poison=*/true,
         static_cast<uint32_t*>(failures_->data()), stream));
     ZPP_CHECK(entry.lease.fence().EndRead(stream));
+    open_slot.fence = nullptr;
     ZPP_CHECK(fingerprints_.fence().EndRead(stream));
     if (agreed_.last_use[root] == position) entries_.erase(kept);  // no later reuse
     return ncclSuccess;
@@ -298,7 +316,9 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   entry.shape = this_call;
   if (reused_later && secondary_bytes <= max_bytes_) {
     MakeRoom(secondary_bytes);
-    ZPP_CHECK(context.pool.Take(secondary_bytes, &entry.lease));
+    // The pool answers alike on every rank: a refused partition is kept nowhere.
+    const Result kept = context.pool.Take(secondary_bytes, &entry.lease);
+    if (kept != ncclSuccess && context.pool.TakeShortfall() == 0) return kept;  // not a refusal
   }
   Staging staging(context);
   std::byte* area = nullptr;
@@ -314,6 +334,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     entries_[position] = std::move(entry);
     stats_.NoteHpzKeptBytes(kept_bytes());
   }
+  open_slot.fence = nullptr;
   if (slot) ZPP_CHECK(fingerprints_.fence().EndRead(stream));
   return staging.Finish();
 }

@@ -47,7 +47,9 @@
 // 5e-10.
 //
 // Memory: kept partitions are bounded by `max_bytes` (ZPP_HPZ_MAX_MB); when full, the oldest
-// kept fill goes first, on every rank alike (same sizes, same agreed pattern).
+// kept fill goes first, on every rank alike (same sizes, same agreed pattern). They come from the
+// engine's pool, carved from the reservation the ranks agreed on (ZPP_POOL_MB): a partition the
+// pool cannot give is not kept, on every rank alike, and its would-be hits run full gathers.
 #pragma once
 
 #include <cstdint>
@@ -104,7 +106,7 @@ class HpzCache {
 
   Result StartEpoch(PlanContext& context, uint64_t epoch);
   Result HarvestAgreement();
-  Result ExchangeRecord(Stream& stream);
+  Result ExchangeRecord(PlanContext& context);
   AgreedPattern BuildAgreed(const std::vector<int32_t>& pattern) const;
   // The kept fill whose partition call `position` reuses, or -1 (a fill); notes a departure.
   int PlannedRoot(int position, const CallShape& call);
@@ -134,8 +136,10 @@ class HpzCache {
 
   std::unique_ptr<DeviceMemory> failures_;  // device counter, cumulative, host-visible
   uint32_t failures_reported_ = 0;
-  std::unique_ptr<DeviceMemory> exchange_send_;  // this rank's record
-  std::unique_ptr<DeviceMemory> harvest_;        // all ranks' records, then the pattern
+  // From the pool (agreed memory), as everything hpZ allocates on the collective path except
+  // the host-visible counter above.
+  BufferLease exchange_send_;  // this rank's record
+  BufferLease harvest_;        // all ranks' records, then the pattern
   size_t harvest_pattern_capacity_ = 0;
   std::unique_ptr<Event> exchange_done_;
   bool exchange_pending_ = false;

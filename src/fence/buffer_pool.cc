@@ -1,6 +1,7 @@
 #include "fence/buffer_pool.h"
 
 #include <bit>
+#include <cstddef>
 
 namespace zpp {
 
@@ -29,8 +30,53 @@ void BufferLease::Return() {
   buffer_ = nullptr;
 }
 
+namespace {
+
+// A carved buffer: bytes of the reservation, which owns them.
+class CarvedMemory final : public DeviceMemory {
+ public:
+  CarvedMemory(void* data, size_t size) : data_(data), size_(size) {}
+  void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* const data_;
+  const size_t size_;
+};
+
+}  // namespace
+
 BufferPool::BufferPool(Backend& backend, bool fence_enabled)
-    : backend_(backend), fence_enabled_(fence_enabled) {}
+    : backend_(backend), fence_enabled_(fence_enabled), bounded_(false) {}
+
+BufferPool::BufferPool(Backend& backend, bool fence_enabled,
+                       std::unique_ptr<DeviceMemory> reservation)
+    : backend_(backend),
+      fence_enabled_(fence_enabled),
+      bounded_(true),
+      reservation_(std::move(reservation)) {}
+
+size_t BufferPool::capacity() const { return reservation_ ? reservation_->size() : 0; }
+
+Result BufferPool::NewBuffer(size_t size, std::unique_ptr<DeviceMemory>* out) {
+  if (!bounded_) return backend_.Allocate(size, out);
+  if (size > capacity() - carved_) {
+    shortfall_ = size;
+    return ncclInternalError;
+  }
+  // Offsets are sums of powers of two from 4 KiB: every buffer keeps the reservation's alignment.
+  *out =
+      std::make_unique<CarvedMemory>(static_cast<std::byte*>(reservation_->data()) + carved_, size);
+  carved_ += size;
+  return ncclSuccess;
+}
+
+size_t BufferPool::TakeShortfall() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t shortfall = shortfall_;
+  shortfall_ = 0;
+  return shortfall;
+}
 
 size_t BufferPool::SizeClass(size_t bytes) {
   constexpr size_t kMinimum = 4096;
@@ -48,7 +94,8 @@ Result BufferPool::Take(size_t bytes, BufferLease* out) {
     }
   }
   auto buffer = std::make_unique<PooledBuffer>();
-  ZPP_CHECK(backend_.Allocate(size, &buffer->memory));
+  // No ZPP_CHECK: a bounded pool's refusal is an expected answer, which the caller handles.
+  if (const Result made = NewBuffer(size, &buffer->memory); made != ncclSuccess) return made;
   buffer->fence = std::make_unique<EpochFence>(backend_, fence_enabled_);
   buffer->leased = true;
   *out = BufferLease(this, buffer.get());

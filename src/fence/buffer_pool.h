@@ -1,6 +1,16 @@
 // Reusable device buffers for plans (staging for quantized pieces, receive areas), each with
 // its own EpochFence. Handing a buffer out never blocks the host: the fence orders the device
 // work of its successive users instead.
+//
+// A bounded pool never allocates: it carves its buffers from one reservation made at
+// communicator set-up, where the ranks agree on the outcome (engine/pool_reservation.h). Whether
+// it can give a buffer then depends only on the sizes asked for so far and the agreed
+// capacity, both the same on every rank (every rank makes the same calls in the same order and
+// plans them alike), so a refusal happens on every rank at the same call: the plans take all
+// their buffers before they enqueue a collective, and the engine passes that call through to
+// NCCL on every rank alike. An on-demand pool allocates as Take first needs a buffer; its
+// failure is one rank's alone (only for the CPU backend, the tests, and copies whose failure
+// changes no decision).
 #pragma once
 
 #include <cstddef>
@@ -44,10 +54,19 @@ class BufferLease {
 
 class BufferPool {
  public:
+  // On demand: buffers are allocated as Take first needs them.
   BufferPool(Backend& backend, bool fence_enabled);
+  // Bounded: buffers are carved from `reservation` (null: none, every Take is refused).
+  BufferPool(Backend& backend, bool fence_enabled, std::unique_ptr<DeviceMemory> reservation);
 
-  // A buffer of at least `bytes` that no live lease holds (allocated if none is free).
+  // A buffer of at least `bytes` that no live lease holds. A bounded pool with no free buffer of
+  // that size class and no room left to carve one refuses (ncclInternalError) and notes it.
   Result Take(size_t bytes, BufferLease* out);
+  // The size class of the latest refused Take since the last call (0: none), then forgets it.
+  size_t TakeShortfall();
+
+  bool bounded() const { return bounded_; }
+  size_t capacity() const;  // a bounded pool's reservation
   size_t buffers_allocated() const;
   size_t bytes_allocated() const;
 
@@ -56,11 +75,18 @@ class BufferPool {
   void Give(PooledBuffer* buffer);
   // Buffers come in power-of-two sizes from 4 KiB, so that leases of similar sizes share.
   static size_t SizeClass(size_t bytes);
+  Result NewBuffer(size_t size, std::unique_ptr<DeviceMemory>* out);
 
   Backend& backend_;
   const bool fence_enabled_;
+  const bool bounded_;
+  const std::unique_ptr<DeviceMemory> reservation_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<PooledBuffer>> buffers_;
+  // Bounded: carved once, never given back to the reservation (a carved buffer keeps its fence,
+  // so no later user of its bytes can skip the waits for the earlier ones).
+  size_t carved_ = 0;
+  size_t shortfall_ = 0;
 };
 
 }  // namespace zpp

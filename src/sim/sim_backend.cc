@@ -50,6 +50,12 @@ SimBackend::SimBackend(SimWorld& world, int rank)
 }
 
 Result SimBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  if (bytes > allocation_limit_.load()) return ncclUnhandledCudaError;
+  *out = std::make_unique<SimMemory>(bytes);
+  return ncclSuccess;
+}
+
+Result SimBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   *out = std::make_unique<SimMemory>(bytes);
   return ncclSuccess;
 }

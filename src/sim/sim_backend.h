@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -28,9 +29,9 @@ class SimBackend final : public Backend {
   }
 
   Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
-  Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) override {
-    return Allocate(bytes, out);  // the sim's device memory is host memory
-  }
+  // The sim's device memory is host memory; host-visible memory is pinned host memory on CUDA,
+  // which the limit below leaves out.
+  Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
   Result CreateStream(std::unique_ptr<Stream>* out) override;
   Result CreateEvent(std::unique_ptr<Event>* out) override;
   Result RecordEvent(Event& event, Stream& stream) override;
@@ -75,6 +76,9 @@ class SimBackend final : public Backend {
   void Launch(Stream& stream, std::function<void()> work);
   // Blocks the host until `stream` is idle. Counted: the collective path must never call it.
   void Synchronize(Stream& stream);
+  // Tests: from now on an Allocate of more than `bytes` fails as cudaMalloc does when the device
+  // is full (ncclUnhandledCudaError); 0 fails every one.
+  void SetAllocationLimitForTesting(size_t bytes) { allocation_limit_ = bytes; }
   // Tests: every task of `stream` from now on starts this much later (a slow writer).
   void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
   // The first failure of a collective or of device work since the start, as
@@ -108,6 +112,7 @@ class SimBackend final : public Backend {
   std::shared_ptr<std::atomic<int>> transport_error_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<uint64_t> kernels_{0};
   std::atomic<uint64_t> collectives_{0};
+  std::atomic<size_t> allocation_limit_{SIZE_MAX};
 };
 
 }  // namespace zpp::sim

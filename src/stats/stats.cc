@@ -102,6 +102,8 @@ const char* PassThroughReasonName(int reason) {
       return "unknown-comm";
     case zppReasonInvalidArgs:
       return "invalid-args";
+    case zppReasonPool:
+      return "pool";
     default:
       break;
   }

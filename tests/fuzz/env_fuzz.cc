@@ -25,6 +25,7 @@ void CheckRanges(const zpp::Config& c) {
   Require(c.block >= 32 && c.block <= 4096 && (c.block & (c.block - 1)) == 0);
   Require(c.min_bytes >= 0 && c.min_bytes <= (int64_t{1} << 40));
   Require(c.hpz_max_mb >= 0 && c.hpz_max_mb <= (1 << 24));
+  Require(c.pool_mb >= 0 && c.pool_mb <= (1 << 24));
   Require(c.local_size >= 0 && c.local_size <= (1 << 20));
   Require(c.node_id >= -1);
   Require(c.debug >= 0 && c.debug <= 3);

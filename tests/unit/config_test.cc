@@ -130,6 +130,14 @@ std::vector<Case> AllCases() {
       {"ZPP_HPZ_MAX_MB", "1G", "4096", true},
   });
   add({
+      {"ZPP_POOL_MB", "0", "0", false},
+      {"ZPP_POOL_MB", "512", "512", false},
+      {"ZPP_POOL_MB", "", "2048", false},
+      {"ZPP_POOL_MB", "-1", "2048", true},
+      {"ZPP_POOL_MB", "16777217", "2048", true},
+      {"ZPP_POOL_MB", "2G", "2048", true},
+  });
+  add({
       {"ZPP_LOCAL_SIZE", "0", "0", false},
       {"ZPP_LOCAL_SIZE", "8", "8", false},
       {"ZPP_LOCAL_SIZE", "1048576", "1048576", false},
@@ -229,6 +237,7 @@ TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
   EXPECT_EQ(c.min_bytes, 1 << 20);
   EXPECT_EQ(c.fence, 1);
   EXPECT_EQ(c.hpz_max_mb, 4096);
+  EXPECT_EQ(c.pool_mb, 2048);
   EXPECT_EQ(c.local_size, 0);
   EXPECT_EQ(c.node_id, -1);
   EXPECT_EQ(c.rack_id, "");

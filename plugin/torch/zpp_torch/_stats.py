@@ -7,7 +7,7 @@ class Stats(ctypes.Structure):
     _fields_ = [
         ("calls", ctypes.c_uint64 * 4),
         ("input_bytes", ctypes.c_uint64 * 4),
-        ("passthrough", ctypes.c_uint64 * 13),
+        ("passthrough", ctypes.c_uint64 * 14),
         ("sent_bytes", ctypes.c_uint64 * 3),
         ("hpz_hits", ctypes.c_uint64),
         ("hpz_misses", ctypes.c_uint64),

@@ -1,0 +1,29 @@
+#include "engine/pool_reservation.h"
+
+#include "engine/setup_outcome.h"
+#include "log/log.h"
+
+namespace zpp::engine {
+
+Result ReserveStagingPool(Backend& backend, topology::ByteAllGather& exchange, uint64_t bytes,
+                          bool fence_enabled, std::unique_ptr<BufferPool>* out) {
+  std::unique_ptr<DeviceMemory> reservation;
+  const bool reserved = bytes == 0 || backend.Allocate(bytes, &reservation) == ncclSuccess;
+  SetUpOutcome outcome;
+  ZPP_CHECK(AgreeOnOutcome(exchange, reserved, &outcome));
+  const auto mib = static_cast<unsigned long long>(bytes >> 20);
+  if (!outcome.all_ok) {
+    reservation.reset();
+    ZPP_WARN(
+        "zpp: reserving ZPP_POOL_MB=%llu MiB of device memory failed (%s): every call on this "
+        "communicator that needs zpp's staging goes to NCCL (reason 'pool' in ZPP_STATS); leave "
+        "more memory free or lower ZPP_POOL_MB",
+        mib, outcome.Describe().c_str());
+  } else {
+    ZPP_INFO(kInit, "reserved ZPP_POOL_MB=%llu MiB for zpp's staging on every rank", mib);
+  }
+  *out = std::make_unique<BufferPool>(backend, fence_enabled, std::move(reservation));
+  return ncclSuccess;
+}
+
+}  // namespace zpp::engine

@@ -1,0 +1,252 @@
+// Staging memory and contract 3: zpp allocates device memory only where the ranks agree on the
+// outcome (communicator set-up, engine/pool_reservation.h), so a failed allocation on one rank
+// and a call too big for the reservation both send every rank to NCCL's own collective together,
+// never leaving peers waiting. Runs on a world whose rendezvous has a deadline: a rank that took
+// another path than its peers would show as ncclRemoteError within seconds, not as a hang.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../topology/log_capture.h"
+#include "engine/backend_byte_all_gather.h"
+#include "engine/engine.h"
+#include "engine/pool_reservation.h"
+#include "log/log.h"
+#include "sim/sim_backend.h"
+#include "transport/in_process_transport.h"
+
+namespace zpp::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kDeadline = std::chrono::milliseconds(1500);
+constexpr auto kInTime = std::chrono::seconds(15);
+constexpr int kNodes = 2;
+constexpr int kPerNode = 2;
+constexpr int kRanks = kNodes * kPerNode;
+constexpr size_t kCount = 4096;  // elements per rank
+
+// The WARN lines containing `text` (the sink runs under the logger's lock: ranks may log at once).
+int WarnsContaining(const topology::test_support::LogCapture& log, std::string_view text) {
+  const std::vector<std::string> warns = log.At("WARN");
+  return static_cast<int>(std::count_if(warns.begin(), warns.end(), [&](const std::string& line) {
+    return line.find(text) != std::string::npos;
+  }));
+}
+
+plan::Shape TwoByTwo() {
+  plan::Shape shape;
+  shape.world = kRanks;
+  shape.nodes = kNodes;
+  shape.min_local_size = kPerNode;
+  shape.hierarchical_allowed = true;
+  return shape;
+}
+
+plan::Settings Modes(bool qwz, bool hpz, bool qgz) {
+  plan::Settings s;
+  s.qwz = qwz;
+  s.hpz = hpz;
+  s.qgz = qgz;
+  s.min_bytes = 0;
+  return s;
+}
+
+float InputOf(int rank, size_t i) { return static_cast<float>(rank * 1000 + i % 997) * 0.25f; }
+
+// What each rank saw of one collective.
+struct Call {
+  plan::Plan plan;
+  Result result = ncclSuccess;
+  std::vector<float> output;
+};
+
+struct PoolRun {
+  std::vector<std::vector<Call>> calls;  // [rank][call]
+  std::vector<size_t> capacity;          // per rank, the pool's
+  zppStats_t stats{};                    // all ranks together
+  Clock::duration took{};
+};
+
+// Every rank reserves `pool_bytes` (rank `failing` cannot: its device is full), then makes
+// `calls` all-gathers (or reduce-scatters) of kCount fp32 elements per rank, in epochs of
+// `per_epoch` calls. With `no_allocation_after_setup`, every device allocation after the
+// reservation fails, as a full device's would.
+struct PoolSpec {
+  plan::Settings settings;
+  uint64_t pool_bytes = uint64_t{64} << 20;
+  int failing = -1;
+  bool reduce_scatter = false;
+  std::vector<size_t> counts = {kCount};  // per call, elements per rank
+  int per_epoch = 1 << 30;
+  bool no_allocation_after_setup = false;
+};
+
+PoolRun RunPool(const PoolSpec& spec) {
+  PoolRun run;
+  StatsCounters stats;
+  run.calls.resize(kRanks);
+  run.capacity.resize(kRanks);
+  sim::SimWorld world(sim::ClusterLayout::Uniform(kNodes, kPerNode), /*local_rank=*/-1,
+                      std::make_shared<transport::InProcessTransport>(kDeadline));
+  const Clock::time_point start = Clock::now();
+  world.RunRanks([&](sim::SimBackend& backend) {
+    const int rank = backend.rank();
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    if (rank == spec.failing) backend.SetAllocationLimitForTesting(spec.pool_bytes - 1);
+    BackendByteAllGather exchange(backend, *stream);
+    std::unique_ptr<BufferPool> pool;
+    ASSERT_EQ(ReserveStagingPool(backend, exchange, spec.pool_bytes, true, &pool), ncclSuccess);
+    run.capacity[rank] = pool->capacity();
+    if (spec.no_allocation_after_setup) backend.SetAllocationLimitForTesting(0);
+    int call_index = 0;
+    EngineOptions options;
+    options.settings = spec.settings;
+    options.epoch = [&] { return static_cast<uint64_t>(call_index / spec.per_epoch); };
+    Engine engine(backend, TwoByTwo(), options, stats, std::move(pool));
+    for (; call_index < static_cast<int>(spec.counts.size()); ++call_index) {
+      const size_t count = spec.counts[call_index];
+      const size_t in_count = spec.reduce_scatter ? count * kRanks : count;
+      const size_t out_count = spec.reduce_scatter ? count : count * kRanks;
+      std::vector<float> input(in_count);
+      for (size_t i = 0; i < in_count; ++i) input[i] = InputOf(rank, i);
+      Call call;
+      call.output.assign(out_count, -1.0f);
+      if (spec.reduce_scatter) {
+        call.result = engine.ReduceScatter(
+            {input.data(), call.output.data(), count, ncclFloat32, plan::Reduction::kSum}, *stream,
+            &call.plan);
+      } else {
+        call.result = engine.AllGather({input.data(), call.output.data(), count, ncclFloat32},
+                                       *stream, &call.plan);
+      }
+      backend.Synchronize(*stream);
+      if (backend.AsyncError() != ncclSuccess) call.result = backend.AsyncError();
+      run.calls[rank].push_back(std::move(call));
+    }
+  });
+  run.took = Clock::now() - start;
+  stats.Snapshot(&run.stats);
+  return run;
+}
+
+// NCCL's all-gather of InputOf: bitwise, as a pass-through must be.
+void ExpectNcclAllGather(const Call& call, size_t count) {
+  ASSERT_EQ(call.output.size(), count * kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(call.output[r * count + i], InputOf(r, i));
+  }
+}
+
+int Passed(const zppStats_t& stats, zppPassThroughReason_t reason) {
+  return static_cast<int>(stats.passthrough[reason]);
+}
+
+TEST(PoolFallbackTest, OneRankFailingToReserveSendsEveryRankToNcclTogether) {
+  topology::test_support::LogCapture log;
+  PoolSpec spec;
+  spec.settings = Modes(true, true, true);  // hierarchical qwZ + hpZ: sub-group collectives
+  spec.failing = 3;
+  spec.counts = {kCount, kCount, kCount};
+  const PoolRun run = RunPool(spec);
+  EXPECT_LT(run.took, kInTime);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(run.capacity[rank], 0u) << "rank " << rank << " kept its reservation alone";
+    for (const Call& call : run.calls[rank]) {
+      EXPECT_EQ(call.result, ncclSuccess) << "rank " << rank;
+      EXPECT_EQ(call.plan.kind, plan::PlanKind::kPassThrough) << "rank " << rank;
+      EXPECT_EQ(call.plan.reason, zppReasonPool) << "rank " << rank;
+      ExpectNcclAllGather(call, kCount);
+    }
+  }
+  EXPECT_EQ(Passed(run.stats, zppReasonPool), kRanks * 3);
+  EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // set-up and first call, every rank
+  EXPECT_EQ(WarnsContaining(log, "rank 3 failed"), kRanks);
+}
+
+TEST(PoolFallbackTest, OneRankFailingToReserveReduceScatterToo) {
+  topology::test_support::LogCapture log;
+  PoolSpec spec;
+  spec.settings = Modes(false, false, true);  // hierarchical qgZ
+  spec.failing = 0;
+  spec.reduce_scatter = true;
+  const PoolRun run = RunPool(spec);
+  EXPECT_LT(run.took, kInTime);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const Call& call = run.calls[rank][0];
+    EXPECT_EQ(call.result, ncclSuccess);
+    EXPECT_EQ(call.plan.reason, zppReasonPool);
+    for (size_t i = 0; i < kCount; ++i) {  // NCCL's sum, exact for these values
+      float sum = 0;
+      for (int r = 0; r < kRanks; ++r) sum += InputOf(r, rank * kCount + i);
+      ASSERT_FLOAT_EQ(call.output[i], sum);
+    }
+  }
+}
+
+// A call whose buffers do not fit the agreed reservation passes through on every rank, and the
+// calls that fit still run zpp's plans: the decision follows sizes and capacity alone.
+TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
+  topology::test_support::LogCapture log;
+  for (const plan::Settings& settings : {Modes(true, false, false), Modes(true, true, false)}) {
+    PoolSpec spec;
+    spec.settings = settings;
+    spec.pool_bytes = 256 << 10;  // 256 KiB
+    spec.counts = {kCount, 64 * kCount, kCount};
+    const PoolRun run = RunPool(spec);
+    EXPECT_LT(run.took, kInTime);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const std::vector<Call>& calls = run.calls[rank];
+      for (const Call& call : calls) EXPECT_EQ(call.result, ncclSuccess);
+      EXPECT_NE(calls[0].plan.kind, plan::PlanKind::kPassThrough);
+      EXPECT_EQ(calls[1].plan.kind, plan::PlanKind::kPassThrough);
+      EXPECT_EQ(calls[1].plan.reason, zppReasonPool);
+      ExpectNcclAllGather(calls[1], 64 * kCount);
+      EXPECT_NE(calls[2].plan.kind, plan::PlanKind::kPassThrough);
+    }
+    EXPECT_EQ(Passed(run.stats, zppReasonPool), kRanks);
+  }
+  EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // once per communicator (engine)
+}
+
+// Within capacity nothing is allocated on the collective path: every device allocation after
+// the reservation fails here, and zpp's plans still run, hpZ hits over several epochs included.
+TEST(PoolFallbackTest, WithinCapacityPlansRunWithoutAllocating) {
+  PoolSpec spec;
+  spec.settings = Modes(true, true, false);
+  spec.no_allocation_after_setup = true;
+  // Five epochs of four gathers of one shard: from the third, the later three reuse the first.
+  spec.counts.assign(5 * 4, kCount);
+  spec.per_epoch = 4;
+  const PoolRun run = RunPool(spec);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (const Call& call : run.calls[rank]) {
+      EXPECT_EQ(call.result, ncclSuccess);
+      EXPECT_NE(call.plan.kind, plan::PlanKind::kPassThrough);
+    }
+  }
+  EXPECT_EQ(Passed(run.stats, zppReasonPool), 0);
+  EXPECT_GT(run.stats.hpz_hits, 0u);
+
+  PoolSpec qgz;
+  qgz.settings = Modes(false, false, true);
+  qgz.reduce_scatter = true;
+  qgz.no_allocation_after_setup = true;
+  qgz.counts = {kCount, kCount};
+  const PoolRun reduced = RunPool(qgz);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (const Call& call : reduced.calls[rank]) {
+      EXPECT_EQ(call.result, ncclSuccess);
+      EXPECT_EQ(call.plan.kind, plan::PlanKind::kQgzHierarchicalReduceScatter);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zpp::engine
