@@ -38,6 +38,22 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 
 size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }
 
+// The choice sum most ranks reported (rank 0's on a tie): the odd ones out are named.
+uint32_t MostCommonChoices(const std::vector<EpochRecord>& records) {
+  uint32_t best = records[0].choices;
+  size_t best_count = 0;
+  for (const EpochRecord& candidate : records) {
+    const auto count = static_cast<size_t>(
+        std::count_if(records.begin(), records.end(),
+                      [&](const EpochRecord& r) { return r.choices == candidate.choices; }));
+    if (count > best_count) {
+      best = candidate.choices;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 HpzCache::HpzCache(Backend& backend, uint64_t max_bytes, StatsCounters& stats,
@@ -136,11 +152,12 @@ Result HpzCache::HarvestAgreement() {
     if (!list.empty()) list.push_back(',');
     list.append(std::to_string(rank));
   };
+  const uint32_t usual_choices = MostCommonChoices(records);
   for (int r = 0; r < ranks; ++r) {
     same_pattern &= records[r].pattern_hash == records[0].pattern_hash;
     failures += records[r].failures;
     if (records[r].failures != 0) add(failing_ranks, r);
-    if (records[r].choices != records[0].choices) add(other_choices, r);
+    if (records[r].choices != usual_choices) add(other_choices, r);
   }
   if (disabled_) return ncclSuccess;
   const auto epoch = static_cast<unsigned long long>(exchanged_epoch_);
@@ -165,8 +182,8 @@ Result HpzCache::HarvestAgreement() {
     trusted_ = false;
     agreed_ = {};
     ZPP_WARN(
-        "hpZ: by step epoch %llu, rank(s) %s reused other secondary partitions than rank 0 in the "
-        "same gathers (their shards equal across layers, or changed, on some ranks only): ranks "
+        "hpZ: by step epoch %llu, rank(s) %s reused other secondary partitions than most ranks in "
+        "the same gathers (shards equal across layers, or changed, on some ranks only): ranks "
         "may have received stale shards of other nodes in those gathers. Secondary partitions "
         "will not be reused on this communicator",
         epoch, other_choices.c_str());

@@ -268,6 +268,32 @@ TEST(HpzChangedSequenceTest, ShiftAmongCallsOfOneSizeWithQwz) {
   EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 24}));
 }
 
+// Ranks that choose different partitions: at step 3 only, rank 0's shard of layer 3 equals its
+// shard of layer 0 (the other ranks' do not), and layer 0 is gathered once more after the
+// forward, where the agreed pattern has layer 3's backward gather. Rank 0 finds the planned fill
+// (layer 3's) equal to its shard and sends it; the others send layer 0's. Rank 0's partition
+// holds rank 4's shard of layer 3, so node 0's ranks receive it in place of rank 4's layer 0: a
+// stale shard no rank can see on the spot. The ranks' choice sums differ, and every rank says so
+// when epoch 3's record is read (epoch 5), naming rank 0; reuse is then off for good.
+TEST(HpzMisuseTest, RanksChoosingDifferentPartitionsAreLoudEverywhere) {
+  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  spec.steps = 8;
+  spec.twin_rank = 0;
+  spec.twin_step = 3;
+  spec.extra_gather_step = 3;
+  spec.extra_gather_layer = 0;
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs_per_rank, (std::vector<int>{1, 1, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(CountContaining(lines, "rank(s) 0 reused other secondary partitions"), 8)
+      << "one WARN per rank";
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 0, 0, 0}));
+}
+
 TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
   // Changed meaning: with reuse found from content, an epoch that never ends has no agreed
   // pattern, so nothing is reused and nothing fails (the pointer-keyed cache counted failures).
