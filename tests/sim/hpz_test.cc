@@ -196,6 +196,32 @@ TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
             (std::vector<uint64_t>{0, 0, full, 0, full, 0, full, kRanks, full}));
 }
 
+// Layers of one size over 8 steps, framework buffers: the shifted sequences below.
+TrainingSpec OneSizeSpec(bool qwz) {
+  TrainingSpec spec = Spec(Config(qwz, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  spec.steps = 8;
+  return spec;
+}
+
+// Runs `spec` and checks that its shifted sequence is no misuse: outputs bitwise those without
+// hpZ (so never NaN, never stale), no failure counted, nothing reported.
+TrainingResult RunShifted(const TrainingSpec& spec) {
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  EXPECT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.backward_mismatches, 0);
+  EXPECT_EQ(CountContaining(lines, "NaN"), 0);
+  EXPECT_EQ(CountContaining(lines, "will not be reused"), 0);
+  TrainingSpec without_hpz = spec;
+  without_hpz.settings.hpz = false;
+  EXPECT_EQ(result.output_digest, RunTraining(without_hpz).output_digest) << "bitwise";
+  return result;
+}
+
 // A change that keeps every (count, dtype) in place cannot be seen on the host before its hits:
 // layers of one size, layer 2's backward gather left out at step 3. Each hit then sends the kept
 // partition whose shard equals the rank's current one (the device chooses; the host hands it the
@@ -209,26 +235,12 @@ TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
 //   4, 6, 7: every backward gather (32): reuse never stops, and from epoch 6, three epochs after
 //      the change, it is as before.
 TEST(HpzChangedSequenceTest, MissingGatherAmongCallsOfOneSizeReadsTheRightPartition) {
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
-  spec.layer_counts = {2048, 2048, 2048, 2048};
-  spec.steps = 8;
-  spec.missing_gather_step = 3;
-  TrainingResult result;
-  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
-  ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.nan_outputs, 0);
-  EXPECT_EQ(result.stale_outputs, 0);
-  EXPECT_EQ(result.verify_failures, 0u);
-  EXPECT_EQ(result.weight_rel_l2, 0.0);
-  EXPECT_EQ(result.backward_mismatches, 0);
-  EXPECT_EQ(CountContaining(lines, "NaN"), 0) << "a shifted sequence is no misuse";
-  EXPECT_EQ(CountContaining(lines, "will not be reused"), 0);
-  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 24, 32, 32}));
-  plan::Settings plain = spec.settings;
-  plain.hpz = false;
-  TrainingSpec without_hpz = spec;
-  without_hpz.settings = plain;
-  EXPECT_EQ(result.output_digest, RunTraining(without_hpz).output_digest) << "bitwise";
+  for (bool qwz : {false, true}) {  // with qwZ the partitions hold pieces
+    TrainingSpec spec = OneSizeSpec(qwz);
+    spec.missing_gather_step = 3;
+    EXPECT_EQ(RunShifted(spec).hits_per_step,
+              (std::vector<uint64_t>{0, 0, 32, 24, 32, 24, 32, 32}));
+  }
 }
 
 // The same with one gather more: layer 1 again right after the forward at step 3, where the
@@ -237,35 +249,9 @@ TEST(HpzChangedSequenceTest, MissingGatherAmongCallsOfOneSizeReadsTheRightPartit
 // length, departs. Epoch 5 follows epoch 3's pattern (9 calls) on the usual 8 and hits them all.
 // So 32 hits in every epoch from 2 on: reuse never pauses.
 TEST(HpzChangedSequenceTest, ExtraGatherAmongCallsOfOneSizeReadsTheRightPartition) {
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
-  spec.layer_counts = {2048, 2048, 2048, 2048};
-  spec.steps = 8;
+  TrainingSpec spec = OneSizeSpec(false);
   spec.extra_gather_step = 3;  // layer 1
-  TrainingResult result;
-  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
-  ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.nan_outputs, 0);
-  EXPECT_EQ(result.stale_outputs, 0);
-  EXPECT_EQ(result.verify_failures, 0u);
-  EXPECT_EQ(result.weight_rel_l2, 0.0);
-  EXPECT_EQ(result.backward_mismatches, 0);
-  EXPECT_EQ(CountContaining(lines, "NaN"), 0) << "a shifted sequence is no misuse";
-  EXPECT_EQ(CountContaining(lines, "will not be reused"), 0);
-  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 32, 32, 32}));
-}
-
-// With qwZ the partitions hold pieces: the same choice, the same hits, never NaN or a failure.
-TEST(HpzChangedSequenceTest, ShiftAmongCallsOfOneSizeWithQwz) {
-  TrainingSpec spec = Spec(Config(true, true, false), InputBuffers::kFramework);
-  spec.layer_counts = {2048, 2048, 2048, 2048};
-  spec.steps = 6;
-  spec.missing_gather_step = 3;
-  const TrainingResult result = RunTraining(spec);
-  ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.nan_outputs, 0);
-  EXPECT_EQ(result.verify_failures, 0u);
-  EXPECT_EQ(result.backward_mismatches, 0);
-  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 24}));
+  EXPECT_EQ(RunShifted(spec).hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 32, 32, 32}));
 }
 
 // Ranks that choose different partitions: at step 3 only, rank 0's shard of layer 3 equals its
