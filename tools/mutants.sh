@@ -85,7 +85,7 @@ mutant hpz-agreement src/engine/hpz_cache.cc \
 # Ranks whose hits chose different partitions are not reported.
 mutant hpz-choices src/engine/hpz_cache.cc \
   '    if (records[r].choices != usual_choices) add(other_choices, r);' \
-  '' \
+  '    if (records[r].choices != usual_choices && r < 0) add(other_choices, r);' \
   "zpp_sim_tests=HpzMisuseTest.RanksChoosing*"
 # Both fingerprints (fill and hit) over `count` bytes instead of the shard's bytes (item 4).
 mutant hpz-fingerprint-coverage src/engine/hpz_cache.cc \
