@@ -1,5 +1,5 @@
-// Grid-stride element loops: both operations are memory-bound and rare (a hit, a pre-multiplied
-// reduce-scatter), so plain element access is enough.
+// A grid-stride element loop: the pre-multiplied reduce-scatter's scaling is memory-bound and
+// rare, so plain element access is enough.
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/engine_kernels.h"
 #include "kernels/launch_util.h"
@@ -12,20 +12,6 @@ constexpr int kThreads = 256;
 unsigned GridOf(uint64_t count) {
   const uint64_t blocks = (count + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 1024 ? (blocks == 0 ? 1 : blocks) : 1024);
-}
-
-template <ncclDataType_t kDtype>
-__global__ void VerifyKernel(const uint64_t* now, const uint64_t* at_fill, void* output,
-                             uint64_t count, bool poison, uint32_t* failures) {
-  if (*now == *at_fill) return;
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(failures, 1u);
-  if (!poison) return;
-  const uint32_t nan = device::NarrowElement<kDtype>(__int_as_float(0x7fc00000));
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    device::StoreElementBits<kDtype>(output, i, nan);
-  }
 }
 
 template <ncclDataType_t kDtype>
@@ -52,28 +38,6 @@ bool FloatDtype(ncclDataType_t dtype) {
 }
 
 }  // namespace
-
-Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, TensorView output,
-                         bool poison, uint32_t* failures, cudaStream_t stream) {
-  ZPP_CHECK_ARG(now && at_fill && failures, "VerifyFingerprint: NULL fingerprint or counter");
-  ZPP_CHECK_ARG(FloatDtype(output.dtype), "VerifyFingerprint: dtype %d", output.dtype);
-  const unsigned grid = GridOf(output.count);
-  switch (output.dtype) {
-    case ncclFloat32:
-      VerifyKernel<ncclFloat32><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
-                                                               output.count, poison, failures);
-      break;
-    case ncclFloat16:
-      VerifyKernel<ncclFloat16><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
-                                                               output.count, poison, failures);
-      break;
-    default:
-      VerifyKernel<ncclBfloat16><<<grid, kThreads, 0, stream>>>(now, at_fill, output.data,
-                                                                output.count, poison, failures);
-      break;
-  }
-  return detail::CheckLaunch("VerifyFingerprint");
-}
 
 Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
   ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar");

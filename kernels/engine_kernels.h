@@ -1,6 +1,7 @@
-// The two small device operations the engine needs besides the codec (src/backend/backend.h):
-// hpZ's check of a hit against its fingerprint, and the pre-multiplier read from device memory.
-// Host-callable launchers; nothing allocates, synchronizes or calls back, so both capture.
+// The small device operations the engine needs besides the codec (src/backend/backend.h): the
+// pre-multiplier read from device memory and small host-to-device copies (hpZ's choice of a
+// partition is kernels/hpz_select_kernel.h). Host-callable launchers; nothing allocates,
+// synchronizes or calls back, so they capture.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,11 +12,6 @@
 #include "common/result.h"
 
 namespace zpp::codec::gpu {
-
-// When *now != *at_fill: adds one to *failures (host-visible memory) and, with `poison`, fills
-// `output` with NaN, so that a stale weight is never delivered as valid.
-Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, TensorView output,
-                         bool poison, uint32_t* failures, cudaStream_t stream);
 
 // data *= *scalar element-wise in fp32 (the scalar has data.dtype and is read when it runs).
 Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream);

@@ -61,19 +61,32 @@ mutant fence-config-switch src/engine/engine.cc \
   'options.fence_enabled = true;' \
   "zpp_fence_staging_tests=*"
 
-# hpZ (src/engine/hpz_cache.cc, the sim's device check).
-mutant hpz-verification src/sim/sim_backend.cc \
-  '    if (*now == *at_fill) return ncclSuccess;' \
-  '    if (now != nullptr && at_fill != nullptr) return ncclSuccess;' \
+# hpZ (src/engine/hpz_cache.cc; the hit's choice of its partition, which verifies it, in
+# kernels/hpz_select_math.h and the sim's src/codec/hpz_select.cc).
+# Every hit sends the planned partition, unverified.
+mutant hpz-verification kernels/hpz_select_math.h \
+  '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
+  '    if (candidates.fingerprint[i] != nullptr) return static_cast<int>(i);' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
-mutant hpz-poisoning src/engine/hpz_cache.cc \
-  '/*poison=*/true' \
-  '/*poison=*/false' \
+# A hit that matches nothing counts a failure but sends the planned (stale) partition.
+mutant hpz-poisoning src/codec/hpz_select.cc \
+  '    std::memset(send.data(), kHpzPoisonByte, send.size());' \
+  '    std::memcpy(send.data(), candidates.partition[0], send.size());' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
+# Only the planned partition is offered: a shifted sequence among calls of one size fails.
+mutant hpz-candidates src/engine/hpz_cache.cc \
+  '    if (candidates.count == codec::kMaxHpzCandidates) break;' \
+  '    break;' \
+  "zpp_sim_tests=HpzChangedSequence*"
 mutant hpz-agreement src/engine/hpz_cache.cc \
-  $'    same_pattern &=\n        records[r].pattern_hash == records[0].pattern_hash && records[r].calls == records[0].calls;' \
+  '    same_pattern &= records[r].pattern_hash == records[0].pattern_hash;' \
   '    same_pattern &= true;' \
   "zpp_sim_tests=Hpz*"
+# Ranks whose hits chose different partitions are not reported.
+mutant hpz-choices src/engine/hpz_cache.cc \
+  '    if (records[r].choices != usual_choices) add(other_choices, r);' \
+  '    if (records[r].choices != usual_choices && r < 0) add(other_choices, r);' \
+  "zpp_sim_tests=HpzMisuseTest.RanksChoosing*"
 # Both fingerprints (fill and hit) over `count` bytes instead of the shard's bytes (item 4).
 mutant hpz-fingerprint-coverage src/engine/hpz_cache.cc \
   'size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }' \

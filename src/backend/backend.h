@@ -14,6 +14,7 @@
 #include "codec/views.h"
 #include "common/result.h"
 #include "kernels/codec_params.h"
+#include "kernels/hpz_select_math.h"
 
 namespace zpp {
 
@@ -122,11 +123,14 @@ class Backend {
   // The 64-bit fingerprint of `bytes` (codec::Fingerprint) into *device_out.
   virtual Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                              Stream& stream) = 0;
-  // hpZ's check of a hit: when *now != *at_fill, adds one to *failures and, with `poison`,
-  // fills `output` with NaN so that no stale weight is ever delivered as valid.
-  virtual Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
-                                   codec::TensorView output, bool poison, uint32_t* failures,
-                                   Stream& stream) = 0;
+  // hpZ's hit, before its intra-node gather (engine/hpz_cache.h): copies into `send` the
+  // partition of the first of `candidates` whose fingerprint equals *now, or, when none does,
+  // fills it with NaN bytes and counts a failure, so that no stale weight is ever delivered as
+  // valid; adds the choice to the rank's choice sum (codec::SelectPartition). `counters` is
+  // host-visible (AllocateHostVisible).
+  virtual Result SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates,
+                                 uint32_t hit, std::span<std::byte> send, uint32_t* counters,
+                                 Stream& stream) = 0;
   // hpZ's reuse pattern of an epoch from its calls' fingerprints (codec/reuse_pattern.h), as
   // device work: pattern[i] (int32, device memory) and *hash, so that no host waits for the
   // fingerprints.

@@ -5,6 +5,7 @@
 #include "kernels/codec_kernels.h"
 #include "kernels/engine_kernels.h"
 #include "kernels/float_convert.h"
+#include "kernels/hpz_select_kernel.h"
 #include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::cuda {
@@ -252,11 +253,11 @@ Result CudaNcclBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* 
   return codec::gpu::Fingerprint(bytes, device_out, HandleOf(stream));
 }
 
-Result CudaNcclBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
-                                          codec::TensorView output, bool poison, uint32_t* failures,
-                                          Stream& stream) {
+Result CudaNcclBackend::SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates,
+                                        uint32_t hit, std::span<std::byte> send, uint32_t* counters,
+                                        Stream& stream) {
   CountKernel();
-  return codec::gpu::VerifyFingerprint(now, at_fill, output, poison, failures, HandleOf(stream));
+  return codec::gpu::SelectPartition(now, candidates, hit, send, counters, HandleOf(stream));
 }
 
 Result CudaNcclBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,

@@ -62,8 +62,8 @@ class CudaNcclBackend final : public Backend {
   Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
   Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                      Stream& stream) override;
-  Result VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill, codec::TensorView output,
-                           bool poison, uint32_t* failures, Stream& stream) override;
+  Result SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates, uint32_t hit,
+                         std::span<std::byte> send, uint32_t* counters, Stream& stream) override;
   Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed, int32_t* pattern,
                       uint64_t* hash, Stream& stream) override;
   Result ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,13 +14,18 @@
 namespace zpp::engine {
 namespace {
 
-// What each rank tells the others about an epoch.
+// What each rank tells the others about an epoch. The call count is in the hash: its seed covers
+// every call's (count, dtype).
 struct EpochRecord {
   uint64_t pattern_hash;  // written on the device (Backend::ReusePattern)
-  uint32_t calls;
-  uint32_t failures;  // cumulative: written on the device from the counter
+  // Copied on the device from the hit counters (codec::kHpzFailuresCounter, then
+  // kHpzChoicesCounter), both cumulative: the failures, and the sum of the hits' choices.
+  uint32_t failures;
+  uint32_t choices;
 };
 static_assert(sizeof(EpochRecord) == 16);
+static_assert(offsetof(EpochRecord, choices) == offsetof(EpochRecord, failures) + 4 &&
+              codec::kHpzChoicesCounter == codec::kHpzFailuresCounter + 1);
 
 // Fingerprint slots an epoch starts with; an epoch that needs more leaves the rest out of its
 // pattern (never reused) and the next epoch gets twice its calls.
@@ -31,6 +37,22 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 }
 
 size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }
+
+// The choice sum most ranks reported (rank 0's on a tie): the odd ones out are named.
+uint32_t MostCommonChoices(const std::vector<EpochRecord>& records) {
+  uint32_t best = records[0].choices;
+  size_t best_count = 0;
+  for (const EpochRecord& candidate : records) {
+    const auto count = static_cast<size_t>(
+        std::count_if(records.begin(), records.end(),
+                      [&](const EpochRecord& r) { return r.choices == candidate.choices; }));
+    if (count > best_count) {
+      best = candidate.choices;
+      best_count = count;
+    }
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -57,19 +79,22 @@ uint64_t* HpzCache::FingerprintSlot(int position) const {
   return static_cast<uint64_t*>(fingerprints_.data()) + position;
 }
 
+uint32_t* HpzCache::Counters() const { return static_cast<uint32_t*>(counters_->data()); }
+
 void HpzCache::PollFailures() {
-  if (!failures_) return;
-  const uint32_t now = std::atomic_ref<uint32_t>(*static_cast<uint32_t*>(failures_->data()))
+  if (!counters_) return;
+  const uint32_t now = std::atomic_ref<uint32_t>(Counters()[codec::kHpzFailuresCounter])
                            .load(std::memory_order_relaxed);
   if (now <= failures_reported_) return;
   const uint32_t fresh = now - failures_reported_;
   stats_.AddHpzVerifyFailures(fresh);
   failures_reported_ = now;
   ZPP_WARN(
-      "hpZ: %u all-gather(s) found this rank's shard changed since the secondary partition they "
-      "reused was filled in the same step epoch (weights updated between the two gathers without "
-      "zppStepEpochAdvance, or a call sequence that shifted among calls of one size); their "
-      "outputs were filled with NaN, and reuse goes off on every rank",
+      "hpZ: %u all-gather(s) found this rank's shard equal to none of the secondary partitions "
+      "kept in this step epoch (weights updated between two gathers of a layer without "
+      "zppStepEpochAdvance, or a layer not gathered earlier in the epoch where the agreed pattern "
+      "reuses one); this rank sent NaN in their intra-node gathers, so outputs on its node hold "
+      "NaN, and reuse goes off on every rank",
       fresh);
 }
 
@@ -78,7 +103,8 @@ HpzCache::AgreedPattern HpzCache::BuildAgreed(const std::vector<int32_t>& patter
   agreed.shapes = exchanged_shapes_;
   const size_t calls = exchanged_shapes_.size();
   agreed.root.assign(calls, -1);
-  agreed.last_use.assign(calls, -1);
+  agreed.reused.assign(calls, false);
+  agreed.keep.assign(calls, false);
   for (size_t i = 0; i < calls; ++i) {
     const int source = i < pattern.size() ? pattern[i] : -1;
     // Equal fingerprints cover equal byte lengths; a reuse also needs the same dtype.
@@ -88,7 +114,20 @@ HpzCache::AgreedPattern HpzCache::BuildAgreed(const std::vector<int32_t>& patter
     }
     const int root = agreed.root[source] >= 0 ? agreed.root[source] : source;
     agreed.root[i] = root;
-    agreed.last_use[root] = static_cast<int>(i);
+    agreed.reused[root] = true;
+  }
+  // A fill is kept when a later hit has its (count, dtype): the hit may find the shard there
+  // when the calls shifted among calls of one size (see AllGather).
+  std::vector<CallShape> hit_later;
+  for (size_t i = calls; i-- > 0;) {
+    if (agreed.root[i] >= 0) {
+      if (std::find(hit_later.begin(), hit_later.end(), agreed.shapes[i]) == hit_later.end()) {
+        hit_later.push_back(agreed.shapes[i]);
+      }
+    } else {
+      agreed.keep[i] =
+          std::find(hit_later.begin(), hit_later.end(), agreed.shapes[i]) != hit_later.end();
+    }
   }
   return agreed;
 }
@@ -108,15 +147,17 @@ Result HpzCache::HarvestAgreement() {
 
   bool same_pattern = true;
   uint64_t failures = 0;
-  std::string failing_ranks;
+  std::string failing_ranks, other_choices;
+  const auto add = [](std::string& list, int rank) {
+    if (!list.empty()) list.push_back(',');
+    list.append(std::to_string(rank));
+  };
+  const uint32_t usual_choices = MostCommonChoices(records);
   for (int r = 0; r < ranks; ++r) {
-    same_pattern &=
-        records[r].pattern_hash == records[0].pattern_hash && records[r].calls == records[0].calls;
+    same_pattern &= records[r].pattern_hash == records[0].pattern_hash;
     failures += records[r].failures;
-    if (records[r].failures != 0) {
-      if (!failing_ranks.empty()) failing_ranks.push_back(',');
-      failing_ranks.append(std::to_string(r));
-    }
+    if (records[r].failures != 0) add(failing_ranks, r);
+    if (records[r].choices != usual_choices) add(other_choices, r);
   }
   if (disabled_) return ncclSuccess;
   const auto epoch = static_cast<unsigned long long>(exchanged_epoch_);
@@ -131,6 +172,21 @@ Result HpzCache::HarvestAgreement() {
         "their old shards in those gathers. Secondary partitions will not be reused on this "
         "communicator",
         static_cast<unsigned long long>(failures), epoch, failing_ranks.c_str());
+    return ncclSuccess;
+  }
+  if (!other_choices.empty()) {
+    // Every rank hit the same calls, each choosing by its own shard: different choices mean
+    // shards equal across layers on some ranks only (or changed on some), and a partition also
+    // holds other nodes' shards, so some ranks may have received stale shards.
+    disabled_ = true;
+    trusted_ = false;
+    agreed_ = {};
+    ZPP_WARN(
+        "hpZ: by step epoch %llu, rank(s) %s reused other secondary partitions than most ranks in "
+        "the same gathers (shards equal across layers, or changed, on some ranks only): ranks "
+        "may have received stale shards of other nodes in those gathers. Secondary partitions "
+        "will not be reused on this communicator",
+        epoch, other_choices.c_str());
     return ncclSuccess;
   }
   if (!same_pattern) {
@@ -162,7 +218,6 @@ Result HpzCache::HarvestAgreement() {
 Result HpzCache::ExchangeRecord(PlanContext& context) {
   Stream& stream = context.stream;
   const int ranks = backend_.world_size();
-  const auto calls = static_cast<uint32_t>(shapes_.size());
   const auto derived = static_cast<uint32_t>(std::min(shapes_.size(), capacity_));
   // Buffers before the exchange is enqueued, from the pool: a refusal is every rank's alike.
   if (!exchange_send_) {
@@ -186,11 +241,9 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
                                   ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),
                                   stream));
   ZPP_CHECK(fingerprints_.fence().EndWrite(stream));
-  ZPP_CHECK(
-      backend_.CopyFromHost(send + offsetof(EpochRecord, calls), &calls, sizeof(calls), stream));
-  // After every hit's verification: the fingerprint fence ordered every call before this.
-  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures), failures_->data(),
-                            sizeof(uint32_t), stream));
+  // After every hit's choice: the fingerprint fence ordered every call before this.
+  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),
+                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));
   ZPP_CHECK(
       backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
   ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));
@@ -202,9 +255,9 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
 }
 
 Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
-  if (!failures_) {
-    ZPP_CHECK(backend_.AllocateHostVisible(sizeof(uint32_t), &failures_));
-    std::memset(failures_->data(), 0, sizeof(uint32_t));  // no device work has it yet
+  if (!counters_) {
+    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));
+    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet
   }
   size_t slots = kMinSlots;
   if (started_) {
@@ -247,9 +300,40 @@ int HpzCache::PlannedRoot(int position, const CallShape& call) {
 }
 
 void HpzCache::MakeRoom(size_t bytes) {
-  // Oldest fill first: every rank holds the same entries of the same sizes, so every rank
-  // drops the same ones.
-  while (!entries_.empty() && kept_bytes() + bytes > max_bytes_) entries_.erase(entries_.begin());
+  // Fills the agreed pattern does not reuse first, then the oldest: every rank holds the same
+  // entries of the same sizes, so every rank drops the same ones.
+  while (!entries_.empty() && kept_bytes() + bytes > max_bytes_) {
+    auto victim = std::find_if(entries_.begin(), entries_.end(),
+                               [](const auto& kept) { return !kept.second.planned; });
+    entries_.erase(victim != entries_.end() ? victim : entries_.begin());
+  }
+}
+
+codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& call) const {
+  // The planned fill first, then the others of this (count, dtype), nearest to it first (a
+  // shifted sequence reads a neighbour), the later of two equally near first. Only kept fills
+  // and agreed state: the same list on every rank.
+  std::vector<int> others;
+  for (const auto& [position, entry] : entries_) {
+    if (position != root && entry.shape == call) others.push_back(position);
+  }
+  std::sort(others.begin(), others.end(), [root](int a, int b) {
+    const int da = std::abs(a - root), db = std::abs(b - root);
+    return da != db ? da < db : a > b;
+  });
+  codec::HpzCandidates candidates;
+  const auto add = [&](int position) {
+    const uint32_t i = candidates.count++;
+    candidates.position[i] = position;
+    candidates.fingerprint[i] = FingerprintSlot(position);
+    candidates.partition[i] = static_cast<const unsigned char*>(entries_.at(position).lease.data());
+  };
+  add(root);
+  for (int position : others) {
+    if (candidates.count == codec::kMaxHpzCandidates) break;
+    add(position);
+  }
+  return candidates;
 }
 
 Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
@@ -291,30 +375,39 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   if (root >= 0) {
     *plan = plan::MakePlan(call, shape, settings, plan::HpzState{true});
     stats_.AddHpzHit();
-    auto kept = entries_.find(root);
-    Entry& entry = kept->second;
-    ZPP_CHECK(entry.lease.fence().BeginRead(stream));
-    ZPP_CHECK(RunIntraNodeAllGather(context, *plan, args,
-                                    static_cast<const std::byte*>(entry.lease.data())));
-    ZPP_CHECK(backend.VerifyFingerprint(
-        FingerprintSlot(position), FingerprintSlot(root),
-        {args.recv, args.dtype, args.count * static_cast<size_t>(shape.world)}, /*poison=*/true,
-        static_cast<uint32_t*>(failures_->data()), stream));
-    ZPP_CHECK(entry.lease.fence().EndRead(stream));
+    // The device sends the partition of the kept fill whose shard equals this rank's shard now:
+    // the planned one, or, when the calls shifted among calls of one size, another; NaN when
+    // none (SelectPartition). The host never learns which: nothing here depends on it.
+    const codec::HpzCandidates candidates = Candidates(root, this_call);
+    Staging staging(context);
+    std::byte* send = nullptr;
+    const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
+    // Before any partition's read begins: a pool refusal (every rank's alike) leaves none open.
+    ZPP_CHECK(staging.Take(secondary_bytes, &send));
+    for (uint32_t i = 0; i < candidates.count; ++i) {
+      ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().BeginRead(stream));
+    }
+    ZPP_CHECK(backend.SelectPartition(FingerprintSlot(position), candidates,
+                                      static_cast<uint32_t>(position), {send, secondary_bytes},
+                                      Counters(), stream));
+    for (uint32_t i = 0; i < candidates.count; ++i) {
+      ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().EndRead(stream));
+    }
+    ZPP_CHECK(RunIntraNodeAllGather(context, *plan, args, send));
     open_slot.fence = nullptr;
     ZPP_CHECK(fingerprints_.fence().EndRead(stream));
-    if (agreed_.last_use[root] == position) entries_.erase(kept);  // no later reuse
-    return ncclSuccess;
+    return staging.Finish();
   }
 
-  // A fill: the full hierarchical gather; its secondary partition kept when the agreed pattern
-  // reuses it later and it fits.
+  // A fill: the full hierarchical gather; its secondary partition kept, until the epoch ends,
+  // when a later agreed hit has its (count, dtype) and it fits.
   stats_.AddHpzMiss();
   const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
-  const bool reused_later = trusted_ && !departed_ && agreed_.last_use[position] > position;
+  const bool keep = trusted_ && !departed_ && agreed_.keep[position];
   Entry entry;
   entry.shape = this_call;
-  if (reused_later && secondary_bytes <= max_bytes_) {
+  entry.planned = keep && agreed_.reused[position];
+  if (keep && secondary_bytes <= max_bytes_) {
     MakeRoom(secondary_bytes);
     // The pool answers alike on every rank: a refused partition is kept nowhere.
     const Result kept = context.pool.Take(secondary_bytes, &entry.lease);

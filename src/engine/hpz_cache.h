@@ -11,12 +11,13 @@
 // element size bytes, on the device) into its position's slot. At the next epoch advance the
 // device derives the epoch's *content pattern* from those slots (call i reuses the latest
 // earlier call j with the same fingerprint; codec/reuse_pattern.h) and its hash, bound to the
-// host's list of (count, dtype) per position; the ranks all-gather a 16-byte record (hash, calls,
-// failures) and read it, with the pattern, one epoch later, after an event that completed long
-// before: the only host wait, one per epoch, and reuse starts in the third epoch. Nothing ever
-// waits for a fingerprint on the collective path. (Reading the fingerprints themselves to the
-// host takes the same one-epoch delay and the agreement another: reuse would start an epoch
-// later; so the device derives the pattern and the host reads it with the record.)
+// host's list of (count, dtype) per position; the ranks all-gather a 16-byte record (hash,
+// verification failures, the hits' choice sum, below) and read it, with the pattern, one epoch
+// later, after an event that completed long before: the only host wait, one per epoch, and reuse
+// starts in the third epoch. Nothing ever waits for a fingerprint on the collective path. (Reading
+// the fingerprints themselves to the host takes the same one-epoch delay and the agreement another:
+// reuse would start an epoch later; so the device derives the pattern and the host reads it with
+// the record.)
 //
 // Every rank then follows the *agreed pattern* by position: the one all ranks derived
 // identically, with no verification failure anywhere. Identical shards of different layers
@@ -24,19 +25,31 @@
 // reusing either partition gives the same bytes; when ranks differ, the hashes differ and reuse
 // pauses. A call whose (count, dtype) differs from the agreed one at its position, or a call past
 // the agreed length, *departs*: the rest of the epoch runs full hierarchical gathers, and reuse
-// resumes when a later epoch's pattern is agreed (a changed call sequence is normal). A fill is
-// kept only when the agreed pattern reuses it later, and dropped after its last reuse.
+// resumes when a later epoch's pattern is agreed (a changed call sequence is normal).
 //
-// Every hit is verified on the device: the fingerprint of the rank's current shard must equal the
-// one taken at the fill, or the output is filled with NaN and counted; failures go into the next
-// record, and once any rank reports one, reuse goes off for good on every rank with a WARN. A
-// rank verifies only its own shard: weights changed on every rank without an epoch advance give
-// NaN on every rank on the spot, but a shard changed on one rank only gives NaN there while the
-// other ranks receive its old shard in that gather; every rank reports it (WARN naming the rank)
-// when that epoch's record is read, two advances later, and reuse is then off (telling them on
-// the spot would put a collective across nodes into every hit, which hpZ exists to avoid). A
-// reuse pattern that shifts among calls of one (count, dtype) cannot be seen on the host before
-// the hit: its hits fail verification (NaN, never stale weights).
+// Whether a call is a hit is the host's decision (the agreed pattern, by position); *which*
+// partition a hit sends is the device's. A change that keeps every (count, dtype) in place (layers
+// of one size, a backward gather left out or one more) cannot be seen on the host before the
+// hit, so the host hands the hit every kept fill of its (count, dtype) (at most
+// codec::kMaxHpzCandidates, as a kernel argument: it captures): the planned one, then the others
+// nearest to it. The device fingerprints the rank's shard (as every call does) and copies into
+// the intra-node gather's send buffer the partition of the first candidate whose fingerprint
+// equals it; when none does, it sends NaN bytes and counts a failure (Backend::SelectPartition).
+// Nothing on the host depends on the choice (contract 3). Ranks choose alike when their shards
+// show the same equalities, which a shifted sequence keeps; each hit adds its choice to a sum
+// that travels in the epoch record, and ranks whose sums differ (shards equal across layers on
+// some ranks only, while the sequence shifted) are reported like a failure.
+//
+// Every hit is verified this way: the shard must equal a kept fill's, or its partition is NaN.
+// The failures go into the next record, and once any rank reports one, reuse goes off for good on
+// every rank with a WARN. A rank verifies only its own shard: weights changed on every rank
+// without an epoch advance give NaN on every rank on the spot; a shard changed on one rank only
+// gives NaN on every rank of its node (the rank sends NaN in place of its partition), while
+// ranks of other nodes receive its old shard in that gather (their partitions hold it); every
+// rank reports it (WARN naming the rank) when that epoch's record is read, two advances later,
+// and reuse is then off (telling them on the spot would put a collective across nodes into every
+// hit, which hpZ exists to avoid). A hit whose layer was not gathered earlier in the epoch (a
+// forward gather left out, among layers of one size) looks the same as a changed shard: NaN.
 //
 // Fingerprints are 64-bit (kernels/fingerprint_math.h, a sum of mixed words: not cryptographic,
 // so shards crafted to collide are out of scope): two different shards collide with probability
@@ -45,11 +58,20 @@
 // rank multiplied. A changed shard goes unseen only if its hit collides: 5e-20 per such hit, so
 // 10^4 gathers per epoch over 10^6 epochs, all of them changed, would miss one with probability
 // 5e-10.
+// The choice sums are 32-bit: ranks that chose differently go unreported with probability 2^-32,
+// and they choose differently only when the fingerprints of that epoch show different equalities
+// on different ranks.
 //
-// Memory: kept partitions are bounded by `max_bytes` (ZPP_HPZ_MAX_MB); when full, the oldest
-// kept fill goes first, on every rank alike (same sizes, same agreed pattern). They come from the
-// engine's pool, carved from the reservation the ranks agreed on (ZPP_POOL_MB): a partition the
-// pool cannot give is not kept, on every rank alike, and its would-be hits run full gathers.
+// Memory: a fill is kept when a later agreed hit has its (count, dtype), until the epoch ends (a
+// shifted sequence may read it after its planned last reuse); in a training step that is every
+// forward gather of a resharded layer, as before, only held to the end of the backward instead of
+// dropped one by one. Kept partitions are bounded by `max_bytes` (ZPP_HPZ_MAX_MB); when full,
+// fills the agreed pattern does not reuse go first, then the oldest, on every rank alike (same
+// sizes, same agreed pattern). They come from the engine's pool, carved from the reservation the
+// ranks agreed on (ZPP_POOL_MB): a partition the pool cannot give is not kept, on every rank
+// alike, and its would-be hits run full gathers. A hit sends a copy of the chosen partition (the
+// gather's send buffer is fixed when it is enqueued): one partition's bytes, 1/(ranks per node)
+// of what its intra-node gather moves.
 #pragma once
 
 #include <cstdint>
@@ -96,12 +118,14 @@ class HpzCache {
   struct Entry {
     BufferLease lease;  // the secondary partition
     CallShape shape;
+    bool planned = false;  // the agreed pattern reuses it (dropped last when memory is short)
   };
   // What every rank follows while trusted, per position of the epoch.
   struct AgreedPattern {
     std::vector<CallShape> shapes;
-    std::vector<int> root;      // the fill whose partition serves this call, -1 for a fill
-    std::vector<int> last_use;  // a fill's last reusing position, -1 when never reused
+    std::vector<int> root;     // the fill whose partition serves this call, -1 for a fill
+    std::vector<bool> reused;  // a fill that a later call reuses
+    std::vector<bool> keep;    // a fill that a later hit of its (count, dtype) may need
   };
 
   Result StartEpoch(PlanContext& context, uint64_t epoch);
@@ -111,6 +135,9 @@ class HpzCache {
   // The kept fill whose partition call `position` reuses, or -1 (a fill); notes a departure.
   int PlannedRoot(int position, const CallShape& call);
   void MakeRoom(size_t bytes);
+  // What a hit planned on `root` may send: kept fills of its (count, dtype), `root` first.
+  codec::HpzCandidates Candidates(int root, const CallShape& call) const;
+  uint32_t* Counters() const;
   uint64_t ShapesHash(const std::vector<CallShape>& shapes) const;
   uint64_t* FingerprintSlot(int position) const;
 
@@ -134,7 +161,9 @@ class HpzCache {
   bool warned_disagreement_ = false;
   AgreedPattern agreed_;
 
-  std::unique_ptr<DeviceMemory> failures_;  // device counter, cumulative, host-visible
+  // The hits' counters (codec::kHpzFailuresCounter, kHpzChoicesCounter): cumulative,
+  // host-visible.
+  std::unique_ptr<DeviceMemory> counters_;
   uint32_t failures_reported_ = 0;
   // From the pool (agreed memory), as everything hpZ allocates on the collective path except
   // the host-visible counter above.

@@ -10,6 +10,7 @@
 #include "codec/batch.h"
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "codec/hpz_select.h"
 #include "codec/reuse_pattern.h"
 
 namespace zpp::sim {
@@ -272,18 +273,11 @@ Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* devic
                        [bytes, device_out] { return codec::Fingerprint(bytes, device_out); });
 }
 
-Result SimBackend::VerifyFingerprint(const uint64_t* now, const uint64_t* at_fill,
-                                     codec::TensorView output, bool poison, uint32_t* failures,
-                                     Stream& stream) {
-  return LaunchChecked(stream, [=] {
-    if (*now == *at_fill) return ncclSuccess;
-    std::atomic_ref<uint32_t>(*failures).fetch_add(1);
-    if (poison) {
-      const std::vector<float> nan(output.count, std::numeric_limits<float>::quiet_NaN());
-      codec::StoreElements(output.data, output.dtype, 0, output.count, nan.data());
-    }
-    return ncclSuccess;
-  });
+Result SimBackend::SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates,
+                                   uint32_t hit, std::span<std::byte> send, uint32_t* counters,
+                                   Stream& stream) {
+  return LaunchChecked(
+      stream, [=] { return codec::SelectPartition(now, candidates, hit, send, counters); });
 }
 
 Result SimBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,

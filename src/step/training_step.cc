@@ -64,7 +64,8 @@ float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, siz
   const size_t count = spec.layer_counts[layer];
   if (tampered && layer == 0 && Selects(spec.tamper_rank, rank) && i + 1 == count) return 3.0f;
   const bool twin = layer + 1 == spec.layer_counts.size() && layer != 0 &&
-                    Selects(spec.twin_rank, rank) && count == spec.layer_counts[0];
+                    Selects(spec.twin_rank, rank) && count == spec.layer_counts[0] &&
+                    (spec.twin_step < 0 || step == spec.twin_step);
   return Weight(rank, twin ? 0 : layer, step, i);
 }
 

@@ -41,6 +41,7 @@ struct TrainingSpec {
   // This rank's (or every rank's) shard of the last layer equals its shard of layer 0 (same
   // size needed), as LayerNorm weights do at initialization.
   int twin_rank = -1;
+  int twin_step = -1;  // only in this step (-1: every step)
   // A call sequence that changes at one step: one extra gather of a layer after the forward...
   int extra_gather_step = -1;
   size_t extra_gather_layer = 1;

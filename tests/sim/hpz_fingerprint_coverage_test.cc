@@ -1,7 +1,8 @@
 // hpZ's fingerprint covers the whole shard, every byte of every element: a change to the shard's
-// last element only, inside one step epoch, is seen by a reuse (its output poisoned with NaN and
-// counted). Before reuse is trusted, such a gather is only a fresh one (the reuse pattern comes
-// from the shards' content, issue 13): exact everywhere, nothing counted. A fingerprint of
+// last element only, inside one step epoch, is seen by a reuse (NaN sent in place of its secondary
+// partition, so its node's outputs hold NaN, and counted). Before reuse is trusted, such a gather
+// is only a fresh one (the reuse pattern comes from the shards' content, issue 13): exact
+// everywhere, nothing counted. A fingerprint of
 // `count` bytes instead of `count x element size` would see only the first half (fp16, bf16) or
 // quarter (fp32) of the shard, and a stale secondary partition would be delivered as current.
 #include <gtest/gtest.h>
@@ -107,7 +108,7 @@ class HpzFingerprintCoverageTest
     : public ::testing::TestWithParam<std::tuple<ncclDataType_t, bool>> {};
 
 // Step 2 is the first whose backward gathers reuse (agreed in epochs 0 and 1): the tampered
-// rank's reuse must see the change and poison its own output rather than hand out its old shard.
+// rank's reuse must see the change and send NaN (its node's outputs) rather than its old shard.
 TEST_P(HpzFingerprintCoverageTest, LastElementChangedBeforeAReuseIsSeen) {
   const auto [dtype, qwz] = GetParam();
   const Outcome outcome = RunWithLastElementChanged(dtype, qwz, /*tamper_step=*/2);

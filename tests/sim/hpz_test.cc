@@ -196,21 +196,88 @@ TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
             (std::vector<uint64_t>{0, 0, full, 0, full, 0, full, kRanks, full}));
 }
 
-// The known limit (README): a change that keeps every (count, dtype) in place cannot be seen on
-// the host before its hits. Layers of one size, layer 2's backward gather left out at step 3:
-// the gathers of layers 1 and 0 follow the agreed pattern to the partitions of layers 2 and 1,
-// fail verification on every rank and are NaN, never stale weights; reuse then goes off.
-TEST(HpzChangedSequenceTest, ShiftAmongCallsOfOneSizeIsNaNNeverStale) {
+// Layers of one size over 8 steps, framework buffers: the shifted sequences below.
+TrainingSpec OneSizeSpec(bool qwz) {
+  TrainingSpec spec = Spec(Config(qwz, true, false), InputBuffers::kFramework);
+  spec.layer_counts = {2048, 2048, 2048, 2048};
+  spec.steps = 8;
+  return spec;
+}
+
+// Runs `spec` and checks that its shifted sequence is no misuse: outputs bitwise those without
+// hpZ (so never NaN, never stale), no failure counted, nothing reported.
+TrainingResult RunShifted(const TrainingSpec& spec) {
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  EXPECT_EQ(result.failures, 0);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.backward_mismatches, 0);
+  EXPECT_EQ(CountContaining(lines, "NaN"), 0);
+  EXPECT_EQ(CountContaining(lines, "will not be reused"), 0);
+  TrainingSpec without_hpz = spec;
+  without_hpz.settings.hpz = false;
+  EXPECT_EQ(result.output_digest, RunTraining(without_hpz).output_digest) << "bitwise";
+  return result;
+}
+
+// A change that keeps every (count, dtype) in place cannot be seen on the host before its hits:
+// layers of one size, layer 2's backward gather left out at step 3. Each hit then sends the kept
+// partition whose shard equals the rank's current one (the device chooses; the host hands it the
+// epoch's fills of that size), so the gathers of layers 1 and 0 read their own layers'
+// partitions, not the planned ones of layers 2 and 1. Replaces the test that asserted NaN and
+// failures here (ShiftAmongCallsOfOneSizeIsNaNNeverStale). Per epoch, all ranks:
+//   3: the change: three backward hits, all of its calls (24);
+//   5: follows epoch 3's pattern (7 calls) on the usual sequence: its first three backward gathers
+//      hit (layer 2's reads its own partition, kept though epoch 3's pattern never reuses it),
+//      the fourth is past the agreed length and departs (24);
+//   4, 6, 7: every backward gather (32): reuse never stops, and from epoch 6, three epochs after
+//      the change, it is as before.
+TEST(HpzChangedSequenceTest, MissingGatherAmongCallsOfOneSizeReadsTheRightPartition) {
+  for (bool qwz : {false, true}) {  // with qwZ the partitions hold pieces
+    TrainingSpec spec = OneSizeSpec(qwz);
+    spec.missing_gather_step = 3;
+    EXPECT_EQ(RunShifted(spec).hits_per_step,
+              (std::vector<uint64_t>{0, 0, 32, 24, 32, 24, 32, 32}));
+  }
+}
+
+// The same with one gather more: layer 1 again right after the forward at step 3, where the
+// agreed pattern has layer 3's backward gather. Every backward gather of epoch 3 hits, each on its
+// own layer's partition; the extra gather too (on layer 1's), and the last one, past the agreed
+// length, departs. Epoch 5 follows epoch 3's pattern (9 calls) on the usual 8 and hits them all.
+// So 32 hits in every epoch from 2 on: reuse never pauses.
+TEST(HpzChangedSequenceTest, ExtraGatherAmongCallsOfOneSizeReadsTheRightPartition) {
+  TrainingSpec spec = OneSizeSpec(false);
+  spec.extra_gather_step = 3;  // layer 1
+  EXPECT_EQ(RunShifted(spec).hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 32, 32, 32}));
+}
+
+// Ranks that choose different partitions: at step 3 only, rank 0's shard of layer 3 equals its
+// shard of layer 0 (the other ranks' do not), and layer 0 is gathered once more after the
+// forward, where the agreed pattern has layer 3's backward gather. Rank 0 finds the planned fill
+// (layer 3's) equal to its shard and sends it; the others send layer 0's. Rank 0's partition
+// holds rank 4's shard of layer 3, so node 0's ranks receive it in place of rank 4's layer 0: a
+// stale shard no rank can see on the spot. The ranks' choice sums differ, and every rank says so
+// when epoch 3's record is read (epoch 5), naming rank 0; reuse is then off for good.
+TEST(HpzMisuseTest, RanksChoosingDifferentPartitionsAreLoudEverywhere) {
   TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
   spec.layer_counts = {2048, 2048, 2048, 2048};
-  spec.steps = 6;
-  spec.missing_gather_step = 3;
-  const TrainingResult result = RunTraining(spec);
+  spec.steps = 8;
+  spec.twin_rank = 0;
+  spec.twin_step = 3;
+  spec.extra_gather_step = 3;
+  spec.extra_gather_layer = 0;
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
   ASSERT_EQ(result.failures, 0);
-  EXPECT_EQ(result.nan_outputs_per_rank, std::vector<int>(kRanks, 2));
-  EXPECT_EQ(result.stale_outputs, 0);
-  EXPECT_EQ(result.verify_failures, 2 * kRanks);
-  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 24, 32, 0}));
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs_per_rank, (std::vector<int>{1, 1, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(CountContaining(lines, "rank(s) 0 reused other secondary partitions"), 8)
+      << "one WARN per rank";
+  EXPECT_EQ(result.hits_per_step, (std::vector<uint64_t>{0, 0, 32, 32, 32, 0, 0, 0}));
 }
 
 TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
@@ -260,11 +327,13 @@ TEST(HpzMisuseTest, WeightsChangedEverywhereGiveNaNOnEveryRank) {
 }
 
 // A shard changed on one rank only (rank 3, between its forward and backward gathers of layer 0
-// in step 3). Rank 3 sees it: its output is NaN. Every other rank holds rank 3's shard only in a
-// secondary partition filled before the change, and cannot see it on the spot: each receives
-// rank 3's old shard in that one gather. Every rank reports it when the epoch's record is read
-// (two epoch advances later), naming rank 3, and reuse is then off for good.
-TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNThereStaleElsewhereAndLoudEverywhere) {
+// in step 3). Rank 3 sees it: it sends NaN in place of its secondary partition, so every rank of
+// its node (0 to 3) gets NaN in that gather (changed meaning: the NaN used to be rank 3's alone,
+// and ranks 0 to 2 got its old shard). The ranks of the other node hold rank 3's shard only in
+// their partitions, filled before the change, and cannot see it on the spot: each receives rank
+// 3's old shard in that one gather. Every rank reports it when the epoch's record is read (two
+// epoch advances later), naming rank 3, and reuse is then off for good.
+TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNOnItsNodeStaleElsewhereAndLoudEverywhere) {
   TrainingSpec spec = Spec(Config(false, true, false));
   spec.tamper_rank = 3;
   spec.tamper_step = 3;  // reuse is on from step 2
@@ -272,9 +341,7 @@ TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNThereStaleElsewhereAndLoudEverywhe
   TrainingResult result;
   const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
   ASSERT_EQ(result.failures, 0);
-  std::vector<int> nan(kRanks, 0), stale(kRanks, 1);
-  nan[3] = 1;
-  stale[3] = 0;
+  const std::vector<int> nan = {1, 1, 1, 1, 0, 0, 0, 0}, stale = {0, 0, 0, 0, 1, 1, 1, 1};
   EXPECT_EQ(result.nan_outputs_per_rank, nan);
   EXPECT_EQ(result.stale_outputs_per_rank, stale);
   EXPECT_EQ(result.verify_failures, 1u);

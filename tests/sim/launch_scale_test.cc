@@ -163,14 +163,15 @@ Replay ReplayCase(const ClusterLayout& layout, const Case& c) {
 }
 
 // Kernels (codec, fingerprint, copy) each plan may launch per call, whatever the cluster:
-// qwZ quantize + dequantize; hpZ hit fingerprint + dequantize (or one batched copy) + verify;
+// qwZ quantize + dequantize; hpZ hit fingerprint + the choice of its partition (which verifies
+// it) + dequantize (or one batched copy);
 // qgZ quantize, one reduce per stage, and the device pre-multiplier.
 int KernelBound(PlanKind kind) {
   switch (kind) {
     case PlanKind::kQwzFlatAllGather:
       return 2;
     case PlanKind::kHierarchicalAllGather:
-      return 6;  // fingerprint, quantize, dequantize, verify; the epoch record's two copies
+      return 5;  // fingerprint, quantize, dequantize; the epoch's pattern and its record's copy
     case PlanKind::kHpzHitAllGather:
       return 3;
     case PlanKind::kQgzFlatReduceScatter:

@@ -1,0 +1,21 @@
+// hpZ's choice of the partition a hit sends, as device work (src/backend/backend.h,
+// SelectPartition; kernels/hpz_select_math.h). The candidates travel as a kernel argument:
+// nothing allocates, synchronizes or calls back, so it captures.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/result.h"
+#include "kernels/hpz_select_math.h"
+
+namespace zpp::codec::gpu {
+
+// As codec::SelectPartition (src/codec/hpz_select.h): `counters` in host-visible memory.
+Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
+                       std::span<std::byte> send, uint32_t* counters, cudaStream_t stream);
+
+}  // namespace zpp::codec::gpu
