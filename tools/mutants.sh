@@ -66,7 +66,7 @@ mutant fence-config-switch src/engine/engine.cc \
 # Every hit sends the planned partition, unverified.
 mutant hpz-verification kernels/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
-  '    if (candidates.fingerprint[i] != nullptr) return static_cast<int>(i);' \
+  '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
 # A hit that matches nothing counts a failure but sends the planned (stale) partition.
 mutant hpz-poisoning src/codec/hpz_select.cc \
