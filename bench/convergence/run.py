@@ -71,7 +71,7 @@ FRAMEWORKS = ("fsdp2", "deepspeed")
 REFERENCE = {"cpu": "gloo", "cuda": "nccl"}
 ZEROPP_LOSS_PCT = 1.0  # zero++'s final loss against plain's, at most (issue 15)
 LOSSLESS_PCT = 0.05  # hpz against ds-hpz: both lossless
-FIRST_STEPS = 50  # gloo_max_rel_diff covers these
+FIRST_STEPS = 50  # each reference's max_rel_diff covers these
 # Inter-node bytes per step are averaged from this step on (0-based). zpp's hpZ follows the
 # reuse pattern agreed two epochs before: under FSDP2 it hits from the third step; DeepSpeed's
 # first step gathers each large parameter once only (4 such gathers, later steps 8), so the
@@ -156,17 +156,17 @@ def run_one(args, framework, mode):
         env["DS_ACCELERATOR"] = "cpu"
     reference = mode == REFERENCE[args.device]
     counted = mode in DEEPSPEED_OWN and args.device == "cpu"  # the byte counter's stats
+    if not reference:
+        env["ZPP_LOCAL_SIZE"] = str(args.local_size)  # zpp's simulated nodes, or the counter's
     if reference:
         command = torchrun + ["--backend", mode]
     elif mode in DEEPSPEED_OWN:
         flags = [str(args.local_size) if f == "LOCAL" else f
                  for f in DEEPSPEED_OWN[mode][args.device]]
-        env["ZPP_LOCAL_SIZE"] = str(args.local_size)
         command = torchrun + flags + (["--stats-dir", stats_dir] if counted else [])
     else:
         flags, variables = MODES[mode]
         env.update(variables)
-        env["ZPP_LOCAL_SIZE"] = str(args.local_size)
         command = [sys.executable, ZPP_RUN, "--lib", os.path.join(args.build, "lib", "libzpp.so")]
         backend = ["--backend", "zpp"] if args.device == "cpu" else []
         command += flags + ["--"] + torchrun + backend + ["--stats-dir", stats_dir]
@@ -185,7 +185,7 @@ def run_one(args, framework, mode):
     if not reference and (mode not in DEEPSPEED_OWN or counted):
         stats = []
         for rank in range(args.ranks):
-            with open(os.path.join(directory, "stats", f"stats{rank}.json")) as source:
+            with open(os.path.join(stats_dir, f"stats{rank}.json")) as source:
                 stats.append(json.load(source)["steps"])
     return rows, stats, wall
 

@@ -43,6 +43,11 @@ def _bytes(tensor):
     return tensor.numel() * tensor.element_size()
 
 
+def _given(opts):
+    """The options torch passed, as arguments for the inner backend (none when torch gave none)."""
+    return () if opts is None else (opts,)
+
+
 class CountedBackend(_C10dBackend):
     """Forwards every collective to `inner` and counts it first."""
 
@@ -77,7 +82,7 @@ class CountedBackend(_C10dBackend):
 
     def all_gather_single(self, output, input_, opts=None):
         self._count("all_gather", _bytes(input_))
-        return self._inner._allgather_base(output, input_, *([opts] if opts else []))
+        return self._inner._allgather_base(output, input_, *_given(opts))
 
     _allgather_base = all_gather_single
 
@@ -85,14 +90,14 @@ class CountedBackend(_C10dBackend):
         for input_ in inputs:
             self._count("all_gather", _bytes(input_))
         return self._inner.allgather_into_tensor_coalesced(outputs, inputs,
-                                                           *([opts] if opts else []))
+                                                           *_given(opts))
 
     all_gather_single_coalesced = allgather_into_tensor_coalesced
 
     def allgather(self, output_lists, inputs, opts=None):
         for input_ in inputs:
             self._count("all_gather", _bytes(input_))
-        return self._inner.allgather(output_lists, inputs, *([opts] if opts else []))
+        return self._inner.allgather(output_lists, inputs, *_given(opts))
 
     # ---- reduce-scatters: piece = this rank's output chunk ----------------------------------
 
@@ -119,12 +124,12 @@ class CountedBackend(_C10dBackend):
     def allreduce(self, tensors, opts=None):
         for tensor in tensors:
             self._count("all_reduce", 2 * _bytes(tensor) // self._size)
-        return self._inner.allreduce(tensors, *([opts] if opts else []))
+        return self._inner.allreduce(tensors, *_given(opts))
 
     def allreduce_coalesced(self, tensors, opts=None):
         for tensor in tensors:
             self._count("all_reduce", 2 * _bytes(tensor) // self._size)
-        return self._inner.allreduce_coalesced(tensors, *([opts] if opts else []))
+        return self._inner.allreduce_coalesced(tensors, *_given(opts))
 
     def broadcast(self, tensors, opts):
         if opts.rootRank == self.rank():
@@ -133,7 +138,7 @@ class CountedBackend(_C10dBackend):
         return self._inner.broadcast(tensors, opts)
 
     def barrier(self, opts=None):
-        return self._inner.barrier(*([opts] if opts else []))
+        return self._inner.barrier(*_given(opts))
 
 
 def snapshot():

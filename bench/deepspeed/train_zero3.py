@@ -49,7 +49,7 @@ def parse():
     return parser.parse_args()
 
 
-def ds_config(args, world):
+def ds_config(args):
     zero = {
         "stage": 3,
         # Gather again in backward, as for a model larger than the default budgets (docstring).
@@ -144,7 +144,7 @@ def main():
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / max(args.warmup, 1)))
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer,
-                                           lr_scheduler=schedule, config=ds_config(args, world))
+                                           lr_scheduler=schedule, config=ds_config(args))
     batches = gpt_text.Batches(gpt_text.load_corpus(), args.batch, args.seq, args.seed, rank)
 
     read = counters(args)
@@ -154,7 +154,8 @@ def main():
         inputs, targets = (t.to(device) for t in batches.get(step))
         loss = gpt_text.loss_of(engine, inputs, targets)
         engine.backward(loss)
-        kept = secondary_bytes(engine)  # DeepSpeed drops its secondary copies at the step
+        # DeepSpeed drops its secondary copies at the step: measured before it.
+        kept = secondary_bytes(engine) if read is not None else 0
         engine.step()
         total = loss.detach().float().clone()
         dist.all_reduce(total)

@@ -122,7 +122,7 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
   }
   if (FellShort(result, before)) {
     ran = PoolPassThrough(plan);
-    result = backend_.AllGather(args.send, args.recv, bytes, GroupKind::kWorld, stream);
+    result = RunAllGather(ran, args, stream);
   }
   if (chosen != nullptr) *chosen = ran;
   Count(ran, bytes, call.op);

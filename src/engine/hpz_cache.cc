@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "engine/allgather_plans.h"
 #include "log/log.h"
@@ -359,9 +360,11 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   struct SlotRead {
     EpochFence* fence = nullptr;
     Stream& stream;
-    ~SlotRead() {
-      if (fence != nullptr) fence->EndRead(stream);
+    Result End() {
+      EpochFence* const open = std::exchange(fence, nullptr);
+      return open != nullptr ? open->EndRead(stream) : ncclSuccess;
     }
+    ~SlotRead() { End(); }
   } open_slot{nullptr, context.stream};
   if (slot) {
     // Calls write distinct slots, so they take the fence's shared side and need not wait for
@@ -394,8 +397,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
       ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().EndRead(stream));
     }
     ZPP_CHECK(RunIntraNodeAllGather(context, *plan, args, send));
-    open_slot.fence = nullptr;
-    ZPP_CHECK(fingerprints_.fence().EndRead(stream));
+    ZPP_CHECK(open_slot.End());
     return staging.Finish();
   }
 
@@ -427,8 +429,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     entries_[position] = std::move(entry);
     stats_.NoteHpzKeptBytes(kept_bytes());
   }
-  open_slot.fence = nullptr;
-  if (slot) ZPP_CHECK(fingerprints_.fence().EndRead(stream));
+  ZPP_CHECK(open_slot.End());
   return staging.Finish();
 }
 

@@ -65,7 +65,6 @@ class BufferPool {
   // The size class of the latest refused Take since the last call (0: none), then forgets it.
   size_t TakeShortfall();
 
-  bool bounded() const { return bounded_; }
   size_t capacity() const;  // a bounded pool's reservation
   size_t buffers_allocated() const;
   size_t bytes_allocated() const;

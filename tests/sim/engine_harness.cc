@@ -11,16 +11,21 @@
 
 namespace zpp::test {
 
+plan::Settings TechniquesOn(bool qwz, bool hpz, bool qgz) {
+  plan::Settings s;
+  s.qwz = qwz;
+  s.hpz = hpz;
+  s.qgz = qgz;
+  s.min_bytes = 0;
+  return s;
+}
+
 std::vector<MatrixMode> MatrixModes() {
   auto make = [](bool qwz, int qwz_bits, bool hpz, bool qgz, int intra, int inter) {
-    plan::Settings s;
-    s.qwz = qwz;
+    plan::Settings s = TechniquesOn(qwz, hpz, qgz);
     s.qwz_bits = qwz_bits;
-    s.hpz = hpz;
-    s.qgz = qgz;
     s.qgz_bits_intra = intra;
     s.qgz_bits_inter = inter;
-    s.min_bytes = 0;
     return s;
   };
   return {

@@ -44,6 +44,9 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
 CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec);
 
+// Settings with these techniques on (default bits) and every message eligible (min_bytes 0).
+plan::Settings TechniquesOn(bool qwz, bool hpz, bool qgz);
+
 // The engine's modes the matrix tests run (threads in tests/sim, processes in tests/mp): plain,
 // qwZ int8 and int4, hpZ, qwZ int8 + hpZ, qgZ 8/4, 8/8 and 4/4; every size through its plan.
 struct MatrixMode {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine_harness.h"
 #include "log/log.h"
 #include "step/training_step.h"
 
@@ -23,15 +24,6 @@ using step::TrainingSpec;
 
 constexpr uint64_t kRanks = 8;   // 2 nodes x 4
 constexpr uint64_t kLayers = 4;  // Spec's layers
-
-plan::Settings Config(bool qwz, bool hpz, bool qgz) {
-  plan::Settings s;
-  s.qwz = qwz;
-  s.hpz = hpz;
-  s.qgz = qgz;
-  s.min_bytes = 0;
-  return s;
-}
 
 TrainingSpec Spec(plan::Settings settings, InputBuffers buffers = InputBuffers::kDedicated) {
   TrainingSpec spec;
@@ -73,7 +65,7 @@ int CountContaining(const std::vector<std::string>& lines, std::string_view text
 }
 
 TEST(TrainingStepTest, PlainZero3MovesThreeGathersPerStep) {
-  const TrainingResult result = RunTraining(Spec(Config(false, false, false)));
+  const TrainingResult result = RunTraining(Spec(TechniquesOn(false, false, false)));
   ASSERT_EQ(result.failures, 0);
   EXPECT_DOUBLE_EQ(SteadyRelativeVolume(result), 3.0);
   EXPECT_EQ(result.weight_rel_l2, 0.0);
@@ -82,7 +74,7 @@ TEST(TrainingStepTest, PlainZero3MovesThreeGathersPerStep) {
 }
 
 TEST(TrainingStepTest, ZeroPlusPlusMovesAtMostPoint8) {
-  const TrainingResult result = RunTraining(Spec(Config(true, true, true)));
+  const TrainingResult result = RunTraining(Spec(TechniquesOn(true, true, true)));
   ASSERT_EQ(result.failures, 0);
   const double volume = SteadyRelativeVolume(result);
   // int8 weights forward (0.51), hpZ hits backward (0), int4 gradients (0.26), plus the 16-byte
@@ -103,7 +95,7 @@ TEST(TrainingStepTest, ZeroPlusPlusMovesAtMostPoint8) {
 
 TEST(TrainingStepTest, HpzHitsMoveNoInterNodeBytes) {
   // hpZ alone (unquantized): forward 1 gather, backward hits (0), plain reduce-scatter (1).
-  const TrainingResult result = RunTraining(Spec(Config(false, true, false)));
+  const TrainingResult result = RunTraining(Spec(TechniquesOn(false, true, false)));
   ASSERT_EQ(result.failures, 0);
   // Exactly: forward gather (one plain gather's bytes) + backward hits (0) + plain
   // reduce-scatter (one) + the 16-byte agreement record sent to the one other node.
@@ -117,7 +109,8 @@ TEST(TrainingStepTest, HpzHitsMoveNoInterNodeBytes) {
 // Buffers as FSDP2 allocates them: every gather's output a recycled block, the input inside it.
 // Reuse is found from content alone, so the figures are those of dedicated buffers.
 TEST(HpzFrameworkBuffersTest, EveryBackwardGatherHitsFromTheThirdEpoch) {
-  for (const plan::Settings& settings : {Config(false, true, false), Config(true, true, true)}) {
+  for (const plan::Settings& settings :
+       {TechniquesOn(false, true, false), TechniquesOn(true, true, true)}) {
     const TrainingResult dedicated = RunTraining(Spec(settings));
     const TrainingResult framework = RunTraining(Spec(settings, InputBuffers::kFramework));
     plan::Settings without_hpz = settings;
@@ -139,7 +132,7 @@ TEST(HpzFrameworkBuffersTest, EveryBackwardGatherHitsFromTheThirdEpoch) {
 
 TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
   // Replaces the test that asserted zero hits for one input buffer shared by every layer.
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.layer_counts = {2048, 2048, 2048, 2048};
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
@@ -154,7 +147,7 @@ TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
 // gather of a layer after its first in the epoch is a hit.
 TEST(HpzFrameworkBuffersTest, MicroBatchesHitEveryGatherAfterTheFirst) {
   constexpr int kMicro = 4;
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.micro_batches = kMicro;
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
@@ -179,7 +172,7 @@ TEST(HpzFrameworkBuffersTest, MicroBatchesHitEveryGatherAfterTheFirst) {
 // it at the change (full gathers from there on) and so does the epoch two later, which follows
 // the changed pattern; the epoch right after a change reuses fully again.
 TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.steps = 9;
   spec.extra_gather_step = 3;    // layer 1 again after the forward
   spec.missing_gather_step = 5;  // layer 2's backward gather left out
@@ -198,7 +191,7 @@ TEST(HpzChangedSequenceTest, PausesAtTheChangeAndResumes) {
 
 // Layers of one size over 8 steps, framework buffers: the shifted sequences below.
 TrainingSpec OneSizeSpec(bool qwz) {
-  TrainingSpec spec = Spec(Config(qwz, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(qwz, true, false), InputBuffers::kFramework);
   spec.layer_counts = {2048, 2048, 2048, 2048};
   spec.steps = 8;
   return spec;
@@ -262,7 +255,7 @@ TEST(HpzChangedSequenceTest, ExtraGatherAmongCallsOfOneSizeReadsTheRightPartitio
 // stale shard no rank can see on the spot. The ranks' choice sums differ, and every rank says so
 // when epoch 3's record is read (epoch 5), naming rank 0; reuse is then off for good.
 TEST(HpzMisuseTest, RanksChoosingDifferentPartitionsAreLoudEverywhere) {
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.layer_counts = {2048, 2048, 2048, 2048};
   spec.steps = 8;
   spec.twin_rank = 0;
@@ -283,7 +276,7 @@ TEST(HpzMisuseTest, RanksChoosingDifferentPartitionsAreLoudEverywhere) {
 TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
   // Changed meaning: with reuse found from content, an epoch that never ends has no agreed
   // pattern, so nothing is reused and nothing fails (the pointer-keyed cache counted failures).
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.advance_epoch_steps = 0;  // the optimizer hook is missing
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
@@ -295,7 +288,7 @@ TEST(HpzMisuseTest, NoEpochAdvanceNeverReusesAndNeverStale) {
 TEST(HpzMisuseTest, EpochAdvanceStoppingAfterReuseStartedDepartsAndNeverStale) {
   // Epoch 3 holds steps 3, 4 and 5: its first step follows the agreed pattern, the calls past
   // it depart (changed meaning: no verification failure, since no hit reads a changed shard).
-  TrainingSpec spec = Spec(Config(false, true, false));
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
   spec.advance_epoch_steps = 3;
   spec.steps = 6;
   const TrainingResult result = RunTraining(spec);
@@ -310,7 +303,7 @@ TEST(HpzMisuseTest, EpochAdvanceStoppingAfterReuseStartedDepartsAndNeverStale) {
 // rank sees its own shard changed, so every rank's reusing gather is NaN on the spot. Only the
 // shard's last element changes: the fingerprint must cover count x element size bytes.
 TEST(HpzMisuseTest, WeightsChangedEverywhereGiveNaNOnEveryRank) {
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.tamper_rank = kAllRanks;
   spec.tamper_step = 3;
   spec.steps = 6;
@@ -334,7 +327,7 @@ TEST(HpzMisuseTest, WeightsChangedEverywhereGiveNaNOnEveryRank) {
 // 3's old shard in that one gather. Every rank reports it when the epoch's record is read (two
 // epoch advances later), naming rank 3, and reuse is then off for good.
 TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNOnItsNodeStaleElsewhereAndLoudEverywhere) {
-  TrainingSpec spec = Spec(Config(false, true, false));
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
   spec.tamper_rank = 3;
   spec.tamper_step = 3;  // reuse is on from step 2
   spec.steps = 6;
@@ -352,7 +345,7 @@ TEST(HpzMisuseTest, ShardChangedOnOneRankIsNaNOnItsNodeStaleElsewhereAndLoudEver
 
 TEST(HpzMisuseTest, RanksWhosePatternsDifferNeverReuseAndNeverHang) {
   // Rank 0's shard of layer 3 equals its shard of layer 0 (same size); the other ranks' do not.
-  TrainingSpec spec = Spec(Config(true, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(true, true, false), InputBuffers::kFramework);
   spec.twin_rank = 0;
   TrainingResult result;
   const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
@@ -367,7 +360,7 @@ TEST(HpzMisuseTest, RanksWhosePatternsDifferNeverReuseAndNeverHang) {
 TEST(HpzReuseTest, ShardsEqualOnEveryRankMayShareAPartition) {
   // Every rank's shard of layer 3 equals its shard of layer 0 (LayerNorm weights at
   // initialization): the ranks agree, and layer 3's forward gather reuses layer 0's partition.
-  TrainingSpec spec = Spec(Config(false, true, false), InputBuffers::kFramework);
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.twin_rank = kAllRanks;
   const TrainingResult result = RunTraining(spec);
   ASSERT_EQ(result.failures, 0);
@@ -378,7 +371,7 @@ TEST(HpzReuseTest, ShardsEqualOnEveryRankMayShareAPartition) {
 }
 
 TEST(HpzMemoryTest, BoundDropsOldestPartitionsOnEveryRank) {
-  TrainingSpec spec = Spec(Config(false, true, false));
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
   spec.layer_counts = {4096, 4096, 4096, 4096};
   // Room for two secondary partitions (2 nodes x 4096 x 2 bytes = 16 KiB each, the pool's 16 KiB
   // class): the last two forward layers stay, the first two are dropped.

@@ -16,6 +16,7 @@
 #include "engine/backend_byte_all_gather.h"
 #include "engine/engine.h"
 #include "engine/pool_reservation.h"
+#include "engine_harness.h"
 #include "log/log.h"
 #include "sim/sim_backend.h"
 #include "transport/in_process_transport.h"
@@ -46,15 +47,6 @@ plan::Shape TwoByTwo() {
   shape.min_local_size = kPerNode;
   shape.hierarchical_allowed = true;
   return shape;
-}
-
-plan::Settings Modes(bool qwz, bool hpz, bool qgz) {
-  plan::Settings s;
-  s.qwz = qwz;
-  s.hpz = hpz;
-  s.qgz = qgz;
-  s.min_bytes = 0;
-  return s;
 }
 
 float InputOf(int rank, size_t i) { return static_cast<float>(rank * 1000 + i % 997) * 0.25f; }
@@ -151,7 +143,8 @@ int Passed(const zppStats_t& stats, zppPassThroughReason_t reason) {
 TEST(PoolFallbackTest, OneRankFailingToReserveSendsEveryRankToNcclTogether) {
   topology::test_support::LogCapture log;
   PoolSpec spec;
-  spec.settings = Modes(true, true, true);  // hierarchical qwZ + hpZ: sub-group collectives
+  spec.settings =
+      test::TechniquesOn(true, true, true);  // hierarchical qwZ + hpZ: sub-group collectives
   spec.failing = 3;
   spec.counts = {kCount, kCount, kCount};
   const PoolRun run = RunPool(spec);
@@ -173,7 +166,7 @@ TEST(PoolFallbackTest, OneRankFailingToReserveSendsEveryRankToNcclTogether) {
 TEST(PoolFallbackTest, OneRankFailingToReserveReduceScatterToo) {
   topology::test_support::LogCapture log;
   PoolSpec spec;
-  spec.settings = Modes(false, false, true);  // hierarchical qgZ
+  spec.settings = test::TechniquesOn(false, false, true);  // hierarchical qgZ
   spec.failing = 0;
   spec.reduce_scatter = true;
   const PoolRun run = RunPool(spec);
@@ -194,7 +187,8 @@ TEST(PoolFallbackTest, OneRankFailingToReserveReduceScatterToo) {
 // calls that fit still run zpp's plans: the decision follows sizes and capacity alone.
 TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
   topology::test_support::LogCapture log;
-  for (const plan::Settings& settings : {Modes(true, false, false), Modes(true, true, false)}) {
+  for (const plan::Settings& settings :
+       {test::TechniquesOn(true, false, false), test::TechniquesOn(true, true, false)}) {
     PoolSpec spec;
     spec.settings = settings;
     spec.pool_bytes = 256 << 10;  // 256 KiB
@@ -219,7 +213,7 @@ TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
 // the reservation fails here, and zpp's plans still run, hpZ hits over several epochs included.
 TEST(PoolFallbackTest, WithinCapacityPlansRunWithoutAllocating) {
   PoolSpec spec;
-  spec.settings = Modes(true, true, false);
+  spec.settings = test::TechniquesOn(true, true, false);
   spec.no_allocation_after_setup = true;
   // Five epochs of four gathers of one shard: from the third, the later three reuse the first.
   spec.counts.assign(5 * 4, kCount);
@@ -235,7 +229,7 @@ TEST(PoolFallbackTest, WithinCapacityPlansRunWithoutAllocating) {
   EXPECT_GT(run.stats.hpz_hits, 0u);
 
   PoolSpec qgz;
-  qgz.settings = Modes(false, false, true);
+  qgz.settings = test::TechniquesOn(false, false, true);
   qgz.reduce_scatter = true;
   qgz.no_allocation_after_setup = true;
   qgz.counts = {kCount, kCount};
