@@ -50,7 +50,8 @@ Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
   ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output");
   const std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
   std::unique_ptr<transport::UcpTransport> transport;
-  ZPP_CHECK(transport::UcpTransport::Open(rank, size, timeout, &transport, address));
+  ZPP_CHECK(transport::UcpTransport::Open(rank, size, transport::UcpTransport::Reach::kAnyMachine,
+                                          timeout, &transport, address));
   out->reset(new CpuComm(rank, size, std::move(epoch), std::move(transport)));
   return ncclSuccess;
 }

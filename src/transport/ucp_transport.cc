@@ -45,7 +45,8 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
                             std::unique_ptr<UcpTransport>* out) {
   std::unique_ptr<UcpTransport> transport;
   Address mine;
-  ZPP_CHECK(Open(launch.rank, launch.size, timeout, &transport, &mine));
+  // zpp-launch starts every rank on its own machine (the bootstrap listens on loopback).
+  ZPP_CHECK(Open(launch.rank, launch.size, Reach::kOneMachine, timeout, &transport, &mine));
   std::vector<Address> all;
   ZPP_CHECK(ExchangeAddresses(launch, mine, Clock::now() + timeout, &all));
   ZPP_CHECK(transport->Connect(all));
@@ -53,7 +54,7 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
   return ncclSuccess;
 }
 
-Result UcpTransport::Open(int rank, int size, std::chrono::milliseconds timeout,
+Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::milliseconds timeout,
                           std::unique_ptr<UcpTransport>* out, Address* address_out) {
   ZPP_CHECK_ARG(size >= 1 && size <= (1 << kRankBits), "UCP transport: %d ranks, 1 to %d", size,
                 1 << kRankBits);
@@ -66,9 +67,12 @@ Result UcpTransport::Open(int rank, int size, std::chrono::milliseconds timeout,
   }
   // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
   // aborts the survivor: never what a fault-tolerant job wants. Unless UCX_TLS says otherwise,
-  // every transport but cma (large messages then go through shared memory buffers).
-  if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", "^cma") != UCS_OK) {
-    ZPP_INFO(kInit, "UCP: cannot leave out cma; a peer dying mid-transfer may abort this one");
+  // every transport but cma (large messages then go through shared memory buffers), and on one
+  // machine none but shared memory and self.
+  const char* transports = reach == Reach::kOneMachine ? "^cma,tcp" : "^cma";
+  if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", transports) != UCS_OK) {
+    ZPP_INFO(kInit, "UCP: cannot set transports %s; a peer dying mid-transfer may abort this one",
+             transports);
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;

@@ -1,5 +1,7 @@
 // The transport between the processes of a zpp-launch job, over UCX's UCP tag API: shared
 // memory between processes of one machine, TCP across machines (UCX picks; UCX_TLS overrides).
+// A zpp-launch job is one machine by construction, so there TCP is left out: polling its idle
+// sockets (an epoll_wait per progress call) doubled the time of 8 ranks sharing 2 cores.
 // One worker per process, driven by whichever stream worker waits on it. Every collective is
 // tagged messages (kind, source rank, sequence), so calls match by order as NCCL's do.
 //
@@ -31,7 +33,8 @@ class UcpTransport final : public Transport {
   // The same in two steps, for a job that bootstraps some other way (torch.distributed's store):
   // Open makes the context and worker and gives this rank's worker address; Connect takes every
   // rank's, in rank order, once.
-  static Result Open(int rank, int size, std::chrono::milliseconds timeout,
+  enum class Reach { kOneMachine, kAnyMachine };
+  static Result Open(int rank, int size, Reach reach, std::chrono::milliseconds timeout,
                      std::unique_ptr<UcpTransport>* out, Address* address);
   Result Connect(const std::vector<Address>& addresses);
   ~UcpTransport() override;  // flushes and closes the endpoints (bounded), then the worker
