@@ -37,14 +37,18 @@ __attribute__((format(printf, 2, 3))) void Append(std::string* out, const char* 
 
 std::string FormatStatsTable(const std::vector<CommStatsRow>& rows) {
   std::string out = "zpp stats: per communicator and technique\n";
-  Append(&out, "%5s %9s %-13s %10s %14s %16s\n", "comm", "rank", "technique", "calls",
-         "input bytes", "off-node bytes");
+  // Launches per technique: zpp's plans keep them fixed per call whatever the rank count.
+  Append(&out, "%5s %9s %-13s %10s %14s %16s %9s %12s\n", "comm", "rank", "technique", "calls",
+         "input bytes", "off-node bytes", "kernels", "collectives");
   for (const CommStatsRow& row : rows) {
     const std::string rank = std::to_string(row.rank) + "/" + std::to_string(row.nranks);
     for (int path = 0; path < zppNumPaths; ++path) {
       if (row.stats.calls[path] == 0) continue;
-      Append(&out, "%5" PRIu64 " %9s %-13s %10" PRIu64 " %14" PRIu64 "\n", row.id, rank.c_str(),
-             PathName(path), row.stats.calls[path], row.stats.input_bytes[path]);
+      Append(&out,
+             "%5" PRIu64 " %9s %-13s %10" PRIu64 " %14" PRIu64 " %16s %9" PRIu64 " %12" PRIu64 "\n",
+             row.id, rank.c_str(), PathName(path), row.stats.calls[path],
+             row.stats.input_bytes[path], "", row.stats.kernel_launches[path],
+             row.stats.collective_launches[path]);
     }
     const uint64_t off_node =
         row.stats.sent_bytes[zppLinkInterNode] + row.stats.sent_bytes[zppLinkInterRack];
