@@ -1,5 +1,6 @@
 #include "fence/buffer_pool.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 
@@ -64,7 +65,7 @@ Result BufferPool::NewBuffer(size_t size, std::unique_ptr<DeviceMemory>* out) {
     shortfall_ = size;
     return ncclInternalError;
   }
-  // Offsets are sums of powers of two from 4 KiB: every buffer keeps the reservation's alignment.
+  // Sizes are whole pages: every buffer keeps the reservation's alignment.
   *out =
       std::make_unique<CarvedMemory>(static_cast<std::byte*>(reservation_->data()) + carved_, size);
   carved_ += size;
@@ -79,19 +80,27 @@ size_t BufferPool::TakeShortfall() {
 }
 
 size_t BufferPool::SizeClass(size_t bytes) {
-  constexpr size_t kMinimum = 4096;
-  return bytes <= kMinimum ? kMinimum : std::bit_ceil(bytes);
+  if (bytes <= kPage) return kPage;
+  const size_t step = std::max(kPage, std::bit_floor(bytes - 1) / kClassesPerOctave);
+  return (bytes + step - 1) / step * step;
 }
 
 Result BufferPool::Take(size_t bytes, BufferLease* out) {
   const size_t size = SizeClass(bytes);
+  // A free buffer serves a request of at least half its size, as a power-of-two class did;
+  // the smallest that fits goes first (ties: the earliest carved), the same choice on every rank.
+  const size_t largest = std::max(size, 2 * bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  PooledBuffer* best = nullptr;
   for (auto& buffer : buffers_) {
-    if (!buffer->leased && buffer->memory->size() == size) {
-      buffer->leased = true;
-      *out = BufferLease(this, buffer.get());
-      return ncclSuccess;
-    }
+    const size_t have = buffer->memory->size();
+    if (buffer->leased || have < size || have > largest) continue;
+    if (best == nullptr || have < best->memory->size()) best = buffer.get();
+  }
+  if (best != nullptr) {
+    best->leased = true;
+    *out = BufferLease(this, best);
+    return ncclSuccess;
   }
   auto buffer = std::make_unique<PooledBuffer>();
   // No ZPP_CHECK: a bounded pool's refusal is an expected answer, which the caller handles.
