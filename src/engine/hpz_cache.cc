@@ -377,7 +377,6 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   }
   if (root >= 0) {
     *plan = plan::MakePlan(call, shape, settings, plan::HpzState{true});
-    stats_.AddHpzHit();
     // The device sends the partition of the kept fill whose shard equals this rank's shard now:
     // the planned one, or, when the calls shifted among calls of one size, another; NaN when
     // none (SelectPartition). The host never learns which: nothing here depends on it.
@@ -397,13 +396,14 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
       ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().EndRead(stream));
     }
     ZPP_CHECK(RunIntraNodeAllGather(context, *plan, args, send));
+    // Counted once the plan ran: a call the pool refused passes through and is neither.
+    stats_.AddHpzHit();
     ZPP_CHECK(open_slot.End());
     return staging.Finish();
   }
 
   // A fill: the full hierarchical gather; its secondary partition kept, until the epoch ends,
   // when a later agreed hit has its (count, dtype) and it fits.
-  stats_.AddHpzMiss();
   const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
   const bool keep = trusted_ && !departed_ && agreed_.keep[position];
   Entry entry;
@@ -424,6 +424,7 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     ZPP_CHECK(staging.Take(secondary_bytes, &area));
   }
   ZPP_CHECK(RunHierarchicalAllGather(context, *plan, args, area));
+  stats_.AddHpzMiss();
   if (entry.lease) {
     ZPP_CHECK(entry.lease.fence().EndWrite(stream));
     entries_[position] = std::move(entry);
