@@ -222,6 +222,11 @@ mutant pool-never-allocates src/fence/buffer_pool.cc \
   '  if (!bounded_) return backend_.Allocate(size, out);' \
   '  return backend_.Allocate(size, out);' \
   "zpp_sim_pool_tests=*@60"
+# Power-of-two buffers again: hpZ's kept partitions cost up to 2x their bytes.
+mutant pool-size-classes src/fence/buffer_pool.cc \
+  '  return (bytes + step - 1) / step * step;' \
+  '  return std::max(step, std::bit_ceil(bytes));' \
+  "zpp_fence_tests=BufferPool*"
 
 # ---- The run. ----
 
