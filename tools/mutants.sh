@@ -222,6 +222,11 @@ mutant pool-never-allocates src/fence/buffer_pool.cc \
   '  if (!bounded_) return backend_.Allocate(size, out);' \
   '  return backend_.Allocate(size, out);' \
   "zpp_sim_pool_tests=*@60"
+# A reservation on a communicator whose every call passes through (every technique off).
+mutant pool-reserved-without-technique src/engine/pool_reservation.cc \
+  '  return config_agreed && technique ? pool_bytes : 0;' \
+  '  return config_agreed || technique ? pool_bytes : 0;' \
+  "zpp_sim_pool_tests=PoolReservation*"
 # Power-of-two buffers again: hpZ's kept partitions cost up to 2x their bytes.
 mutant pool-size-classes src/fence/buffer_pool.cc \
   '  return (bytes + step - 1) / step * step;' \

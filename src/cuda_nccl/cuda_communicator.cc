@@ -213,14 +213,11 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   } else {
     shape.rack_level_allowed = false;
   }
-  // Last, and agreed: all of zpp's staging comes from here (engine/pool_reservation.h). With
-  // settings the ranks disagree on, or no technique on (zpp loaded for its stats, or a
-  // communicator the user left to NCCL), every call passes through and nothing is reserved.
-  const plan::Settings& settings = options.settings;
-  const bool needs_staging = shape.config_agreed && (settings.qwz || settings.hpz || settings.qgz);
+  // Last, and agreed: all of zpp's staging comes from here (engine/pool_reservation.h).
+  const uint64_t reserve =
+      engine::StagingReservationBytes(options.settings, shape.config_agreed, options.pool_bytes);
   std::unique_ptr<BufferPool> pool;
-  ZPP_CHECK(engine::ReserveStagingPool(*backend, exchange, needs_staging ? options.pool_bytes : 0,
-                                       options.fence_enabled, &pool));
+  ZPP_CHECK(engine::ReserveStagingPool(*backend, exchange, reserve, options.fence_enabled, &pool));
   *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats,
                                                std::move(pool));
   why_not->clear();

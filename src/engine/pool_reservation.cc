@@ -5,6 +5,12 @@
 
 namespace zpp::engine {
 
+uint64_t StagingReservationBytes(const plan::Settings& settings, bool config_agreed,
+                                 uint64_t pool_bytes) {
+  const bool technique = settings.qwz || settings.hpz || settings.qgz;
+  return config_agreed && technique ? pool_bytes : 0;
+}
+
 Result ReserveStagingPool(Backend& backend, topology::ByteAllGather& exchange, uint64_t bytes,
                           bool fence_enabled, std::unique_ptr<BufferPool>* out) {
   std::unique_ptr<DeviceMemory> reservation;
@@ -19,6 +25,8 @@ Result ReserveStagingPool(Backend& backend, topology::ByteAllGather& exchange, u
         "communicator that needs zpp's staging goes to NCCL (reason 'pool' in ZPP_STATS); leave "
         "more memory free or lower ZPP_POOL_MB",
         mib, outcome.Describe().c_str());
+  } else if (bytes == 0) {
+    ZPP_INFO(kInit, "no staging reserved: every call on this communicator goes to NCCL");
   } else {
     ZPP_INFO(kInit, "reserved ZPP_POOL_MB=%llu MiB for zpp's staging on every rank", mib);
   }

@@ -13,9 +13,16 @@
 
 #include "backend/backend.h"
 #include "fence/buffer_pool.h"
+#include "plan/plan.h"
 #include "topology/byte_all_gather.h"
 
 namespace zpp::engine {
+
+// What set-up reserves: `pool_bytes` (ZPP_POOL_MB) when the ranks agreed on their settings and a
+// technique is on; nothing otherwise (zpp loaded for its stats, or a communicator the user left to
+// NCCL), since every call then passes through and the memory is the framework's to use.
+uint64_t StagingReservationBytes(const plan::Settings& settings, bool config_agreed,
+                                 uint64_t pool_bytes);
 
 // Collective over the exchange's ranks: each reserves `bytes` and the ranks agree on the outcome.
 // *out becomes a bounded pool over the reservation, or, when it failed on any rank, one with

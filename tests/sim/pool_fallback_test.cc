@@ -213,6 +213,20 @@ TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
   EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // once per communicator (engine)
 }
 
+// Set-up reserves only where a plan can use it: with every technique off (zpp preloaded for its
+// stats) or settings the ranks disagree on, every call passes through, and ZPP_POOL_MB of device
+// memory would be taken from the framework for nothing.
+TEST(PoolReservationTest, NothingReservedWithEveryTechniqueOffOrSettingsDisagreed) {
+  constexpr uint64_t kPool = uint64_t{2048} << 20;
+  EXPECT_EQ(StagingReservationBytes(test::TechniquesOn(false, false, false), true, kPool), 0u);
+  EXPECT_EQ(StagingReservationBytes(test::TechniquesOn(true, true, true), false, kPool), 0u);
+  for (const plan::Settings& settings :
+       {test::TechniquesOn(true, false, false), test::TechniquesOn(false, true, false),
+        test::TechniquesOn(false, false, true)}) {
+    EXPECT_EQ(StagingReservationBytes(settings, true, kPool), kPool);
+  }
+}
+
 // Within capacity nothing is allocated on the collective path: every device allocation after
 // the reservation fails here, and zpp's plans still run, hpZ hits over several epochs included.
 TEST(PoolFallbackTest, WithinCapacityPlansRunWithoutAllocating) {
