@@ -414,6 +414,10 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     // The pool answers alike on every rank: a refused partition is kept nowhere.
     const Result kept = context.pool.Take(secondary_bytes, &entry.lease);
     if (kept != ncclSuccess && context.pool.TakeShortfall() == 0) return kept;  // not a refusal
+    // The bound counts buffers, which may exceed the partition (the pool's size classes, or a
+    // larger free buffer): the same sizes on every rank, so the same drops.
+    if (entry.lease && entry.lease.size() > max_bytes_) entry.lease = BufferLease();
+    if (entry.lease) MakeRoom(entry.lease.size());
   }
   Staging staging(context);
   std::byte* area = nullptr;

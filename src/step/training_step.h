@@ -61,6 +61,7 @@ struct TrainingResult {
   uint64_t hits = 0;                    // over all ranks
   std::vector<uint64_t> hits_per_step;  // over all ranks
   uint64_t verify_failures = 0;         // reported in the stats, all ranks
+  uint64_t hpz_kept_bytes_peak = 0;     // most secondary bytes one rank kept at once
   int backward_mismatches = 0;          // later outputs not bitwise the step's first (non-NaN)
   int nan_outputs = 0;                  // all-gather outputs holding NaN
   std::vector<int> nan_outputs_per_rank;

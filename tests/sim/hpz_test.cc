@@ -382,5 +382,19 @@ TEST(HpzMemoryTest, BoundDropsOldestPartitionsOnEveryRank) {
   EXPECT_EQ(result.weight_rel_l2, 0.0);
 }
 
+TEST(HpzMemoryTest, BoundCountsThePoolsBuffersNotThePartitionBytes) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
+  // Partitions of 2 nodes x 4000 x 2 bytes = 16000 bytes sit in 16 KiB buffers: this bound has
+  // room for one buffer and another partition's bytes (32384), but not for two buffers (32768).
+  spec.layer_counts = {4000, 4000, 4000, 4000};
+  spec.hpz_max_bytes = 32500;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_GT(result.hpz_kept_bytes_peak, 0u);
+  EXPECT_LE(result.hpz_kept_bytes_peak, spec.hpz_max_bytes);
+  EXPECT_GT(result.hits, 0u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
 }  // namespace
 }  // namespace zpp::test
