@@ -90,6 +90,8 @@ Result BufferPool::Take(size_t bytes, BufferLease* out) {
   // A free buffer serves a request of at least half its size, as a power-of-two class did;
   // the smallest that fits goes first (ties: the earliest carved), the same choice on every rank.
   const size_t largest = std::max(size, 2 * bytes);
+  // Before the lock: returning a lease of this pool takes it (Give).
+  *out = BufferLease();
   std::lock_guard<std::mutex> lock(mutex_);
   PooledBuffer* best = nullptr;
   for (auto& buffer : buffers_) {

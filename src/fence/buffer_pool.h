@@ -59,8 +59,9 @@ class BufferPool {
   // Bounded: buffers are carved from `reservation` (null: none, every Take is refused).
   BufferPool(Backend& backend, bool fence_enabled, std::unique_ptr<DeviceMemory> reservation);
 
-  // A buffer of at least `bytes` that no live lease holds. A bounded pool with no free buffer that
-  // fits and no room left to carve one refuses (ncclInternalError) and notes it.
+  // A buffer of at least `bytes` that no live lease holds; a lease `out` held is returned first. A
+  // bounded pool with no free buffer that fits and no room left to carve one refuses
+  // (ncclInternalError) and notes it.
   Result Take(size_t bytes, BufferLease* out);
   // The size class of the latest refused Take since the last call (0: none), then forgets it.
   size_t TakeShortfall();
@@ -72,9 +73,10 @@ class BufferPool {
  private:
   friend class BufferLease;
   void Give(PooledBuffer* buffer);
-  // Whole 4 KiB pages, eight classes per power of two: a buffer exceeds the request that carved
-  // it by less than an eighth (power-of-two classes cost up to 2x, and hpZ keeps one buffer per
-  // partition for a whole step: 0.69 MiB partitions took 1 MiB each).
+  // Whole 4 KiB pages, eight classes per power of two: above 32 KiB a buffer exceeds the request
+  // that carved it by less than an eighth, below by less than a page (power-of-two classes cost
+  // up to 2x, and hpZ keeps one buffer per partition for a whole step: 0.69 MiB partitions took
+  // 1 MiB each).
   static constexpr size_t kPage = 4096;
   static constexpr size_t kClassesPerOctave = 8;
   static size_t SizeClass(size_t bytes);

@@ -82,6 +82,20 @@ TEST(BufferPoolTest, AFreeBufferServesRequestsOfAtLeastHalfItsSizeSmallestFirst)
   });
 }
 
+TEST(BufferPoolTest, TakingIntoAHeldLeaseReturnsItFirst) {
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    BufferPool pool(backend, true);
+    BufferLease lease;
+    ASSERT_EQ(pool.Take(8192, &lease), ncclSuccess);
+    void* first = lease.data();
+    // Returned before the pool's lock is taken (it used to be returned under it: a self-deadlock).
+    ASSERT_EQ(pool.Take(8192, &lease), ncclSuccess);
+    EXPECT_EQ(lease.data(), first);
+    EXPECT_EQ(pool.buffers_allocated(), 1u);
+  });
+}
+
 TEST(BufferPoolTest, LeaseMovesOwnership) {
   SimWorld world(ClusterLayout::Uniform(1, 1));
   world.RunRanks([&](SimBackend& backend) {
