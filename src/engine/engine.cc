@@ -114,13 +114,19 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
   Result result = ncclSuccess;
   // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
   // cache decides between the fill and the intra-node-only hit.
+  LaunchCounts planned_from = before;
   if (plan.kind == plan::PlanKind::kHierarchicalAllGather) {
     PlanContext context{backend_, *pool_, stream};
-    result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
+    result = hpz_->BeginCall(context);
+    // The epoch's record exchange is whole on every rank: a refusal after it may still pass the
+    // call through.
+    planned_from = backend_.launches();
+    if (result == ncclSuccess)
+      result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
   } else {
     result = RunAllGather(plan, args, stream);
   }
-  if (FellShort(result, before)) {
+  if (FellShort(result, planned_from)) {
     ran = PoolPassThrough(plan);
     result = RunAllGather(ran, args, stream);
   }

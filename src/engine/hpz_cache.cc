@@ -337,13 +337,16 @@ codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& call) const
   return candidates;
 }
 
-Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
-                           const plan::Shape& shape, const plan::Settings& settings,
-                           const AllGatherArgs& args) {
+Result HpzCache::BeginCall(PlanContext& context) {
   const uint64_t epoch = epoch_source_();
   if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context, epoch));
   PollFailures();
+  return ncclSuccess;
+}
 
+Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
+                           const plan::Shape& shape, const plan::Settings& settings,
+                           const AllGatherArgs& args) {
   const int position = static_cast<int>(shapes_.size());
   const CallShape this_call{args.count, static_cast<int>(args.dtype)};
   shapes_.push_back(this_call);

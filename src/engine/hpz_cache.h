@@ -94,8 +94,12 @@ class HpzCache {
   HpzCache(Backend& backend, uint64_t max_bytes, StatsCounters& stats,
            std::function<uint64_t()> epoch);
 
-  // Decides and runs one all-gather whose plan is hierarchical; `plan` becomes the plan that
-  // ran (a hit or the fill).
+  // First, for every all-gather whose plan is hierarchical: starts the step epoch when it changed,
+  // with its record exchange, a collective of its own that every rank makes at the same call.
+  // A buffer the pool refuses in AllGather after it still passes the call through.
+  Result BeginCall(PlanContext& context);
+
+  // Then decides and runs that all-gather; `plan` becomes the plan that ran (a hit or the fill).
   Result AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
                    const plan::Shape& shape, const plan::Settings& settings,
                    const AllGatherArgs& args);

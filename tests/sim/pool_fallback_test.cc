@@ -213,6 +213,34 @@ TEST(PoolFallbackTest, CallTooBigForThePoolPassesThroughOnEveryRank) {
   EXPECT_EQ(WarnsContaining(log, "ZPP_POOL_MB"), 2 * kRanks);  // once per communicator (engine)
 }
 
+// hpZ counts a call as a hit or a fill only when its plan ran: at any capacity, the hits and
+// misses are the calls that did not pass through (a refused hit's or fill's buffer passes the call
+// through on every rank, and it used to be counted all the same). And a refusal in the call that
+// starts an epoch, after the epoch's record exchange, passes through too (it used to fail the
+// call with ncclInternalError: the exchange counted as the plan's first collective).
+TEST(PoolFallbackTest, HpzCountsOnlyTheCallsItsPlansRan) {
+  int refused_somewhere = 0;
+  for (uint64_t kib = 64; kib <= 512; kib += 32) {
+    PoolSpec spec;
+    spec.settings = test::TechniquesOn(false, true, false);
+    spec.pool_bytes = kib << 10;
+    spec.counts.assign(4 * 4, kCount);  // four epochs of four gathers: hits from the third
+    spec.per_epoch = 4;
+    const PoolRun run = RunPool(spec);
+    uint64_t planned = 0;
+    for (int rank = 0; rank < kRanks; ++rank) {
+      for (const Call& call : run.calls[rank]) {
+        ASSERT_EQ(call.result, ncclSuccess) << kib << " KiB";
+        planned += call.plan.kind != plan::PlanKind::kPassThrough;
+      }
+    }
+    // Some capacities refuse the hits' send buffers after the fills ran (128 and 160 KiB here).
+    refused_somewhere += Passed(run.stats, zppReasonPool) > 0 && run.stats.hpz_misses > 0;
+    EXPECT_EQ(run.stats.hpz_hits + run.stats.hpz_misses, planned) << kib << " KiB";
+  }
+  EXPECT_GT(refused_somewhere, 0) << "no capacity refused some of hpZ's calls and ran others";
+}
+
 // Set-up reserves only where a plan can use it: with every technique off (zpp preloaded for its
 // stats) or settings the ranks disagree on, every call passes through, and ZPP_POOL_MB of device
 // memory would be taken from the framework for nothing.
