@@ -96,7 +96,8 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   std::vector<std::atomic<uint64_t>> cluster_bytes(spec.steps);
   std::vector<std::atomic<uint64_t>> step_hits(spec.steps);
   std::vector<uint64_t> digests(n, 0);
-  std::atomic<uint64_t> hits{0}, failures_reported{0}, kept_peak{0};
+  std::atomic<uint64_t> hits{0}, failures_reported{0};
+  std::vector<uint64_t> kept_peaks(n, 0);  // per rank
   std::atomic<int> failures{0}, mismatches{0};
   std::atomic<uint64_t> harness_syncs{0};
   std::atomic<size_t> allocator_blocks{0};
@@ -273,10 +274,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     stats.Snapshot(&snapshot);
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
-    for (uint64_t seen = kept_peak.load();
-         seen < snapshot.hpz_kept_bytes_peak &&
-         !kept_peak.compare_exchange_weak(seen, snapshot.hpz_kept_bytes_peak);) {
-    }
+    kept_peaks[rank] = snapshot.hpz_kept_bytes_peak;
     if (rank == 0) allocator_blocks = allocator.blocks();
   });
   for (int step = 0; step < spec.steps; ++step) {
@@ -292,7 +290,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   result.gradient_rel_l2 = gradients.Relative();
   result.hits = hits;
   result.verify_failures = failures_reported;
-  result.hpz_kept_bytes_peak = kept_peak;
+  result.hpz_kept_bytes_peak = *std::max_element(kept_peaks.begin(), kept_peaks.end());
   result.backward_mismatches = mismatches;
   result.failures = failures;
   result.engine_host_syncs = world.host_synchronizations() - harness_syncs.load();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "sim/sim_backend.h"
@@ -13,10 +14,17 @@ using sim::ClusterLayout;
 using sim::SimBackend;
 using sim::SimWorld;
 
-TEST(BufferPoolTest, ReusesReturnedBuffersOfTheSameClass) {
+// The body runs with one rank's on-demand pool (the sim backend allocates what it asks).
+void WithPool(const std::function<void(BufferPool&)>& body) {
   SimWorld world(ClusterLayout::Uniform(1, 1));
   world.RunRanks([&](SimBackend& backend) {
     BufferPool pool(backend, true);
+    body(pool);
+  });
+}
+
+TEST(BufferPoolTest, ReusesReturnedBuffersOfTheSameClass) {
+  WithPool([](BufferPool& pool) {
     void* first = nullptr;
     {
       BufferLease lease;
@@ -36,9 +44,7 @@ TEST(BufferPoolTest, ReusesReturnedBuffersOfTheSameClass) {
 }
 
 TEST(BufferPoolTest, BuffersExceedTheirRequestByLessThanAnEighth) {
-  SimWorld world(ClusterLayout::Uniform(1, 1));
-  world.RunRanks([&](SimBackend& backend) {
-    BufferPool pool(backend, true);
+  WithPool([](BufferPool& pool) {
     // hpZ's kept partitions under DeepSpeed (bench/results/convergence_cpu.md): 720896 bytes
     // each, which a power-of-two class rounded to 1 MiB.
     std::vector<BufferLease> leases(4);
@@ -56,9 +62,7 @@ TEST(BufferPoolTest, BuffersExceedTheirRequestByLessThanAnEighth) {
 }
 
 TEST(BufferPoolTest, AFreeBufferServesRequestsOfAtLeastHalfItsSizeSmallestFirst) {
-  SimWorld world(ClusterLayout::Uniform(1, 1));
-  world.RunRanks([&](SimBackend& backend) {
-    BufferPool pool(backend, true);
+  WithPool([](BufferPool& pool) {
     void* large = nullptr;
     void* medium = nullptr;
     {
@@ -83,9 +87,7 @@ TEST(BufferPoolTest, AFreeBufferServesRequestsOfAtLeastHalfItsSizeSmallestFirst)
 }
 
 TEST(BufferPoolTest, TakingIntoAHeldLeaseReturnsItFirst) {
-  SimWorld world(ClusterLayout::Uniform(1, 1));
-  world.RunRanks([&](SimBackend& backend) {
-    BufferPool pool(backend, true);
+  WithPool([](BufferPool& pool) {
     BufferLease lease;
     ASSERT_EQ(pool.Take(8192, &lease), ncclSuccess);
     void* first = lease.data();
@@ -97,9 +99,7 @@ TEST(BufferPoolTest, TakingIntoAHeldLeaseReturnsItFirst) {
 }
 
 TEST(BufferPoolTest, LeaseMovesOwnership) {
-  SimWorld world(ClusterLayout::Uniform(1, 1));
-  world.RunRanks([&](SimBackend& backend) {
-    BufferPool pool(backend, true);
+  WithPool([](BufferPool& pool) {
     BufferLease a;
     ASSERT_EQ(pool.Take(100, &a), ncclSuccess);
     void* data = a.data();
