@@ -34,6 +34,26 @@ class SimMemory final : public DeviceMemory {
   char* data_;
 };
 
+// Uniform layouts only: there every node's ranks form one position in each inter-node group.
+// Elsewhere the world's collectives stay flat (the hierarchical plans are off there too).
+TwoLevelLayout TwoLevelLayoutOf(const ClusterLayout& layout) {
+  TwoLevelLayout two_level;
+  const int nodes = layout.node_count();
+  if (nodes < 2 || layout.world_size() % nodes != 0) return two_level;
+  const int per_node = layout.world_size() / nodes;
+  std::vector<int> rank_at(static_cast<size_t>(layout.world_size()), -1);
+  std::vector<int> filled(static_cast<size_t>(nodes), 0);
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const int node = layout.node_of_rank[rank];
+    if (filled[node] == per_node) return two_level;
+    rank_at[static_cast<size_t>(node * per_node + filled[node]++)] = rank;
+  }
+  two_level.nodes = nodes;
+  two_level.ranks_per_node = per_node;
+  two_level.rank_at = std::move(rank_at);
+  return two_level;
+}
+
 SimStream& AsSim(Stream& stream) { return static_cast<SimStream&>(stream); }
 SimEvent& AsSim(Event& event) { return static_cast<SimEvent&>(event); }
 
@@ -48,6 +68,7 @@ SimBackend::SimBackend(SimWorld& world, int rank)
       if (g.members[i] == rank) g.my_index = static_cast<int>(i);
     }
   }
+  two_level_ = TwoLevelLayoutOf(world.layout());
 }
 
 Result SimBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
@@ -142,6 +163,17 @@ Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKi
   const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
   CountRing(group(kind), bytes);
   transport::Transport& transport = world_.transport();
+  if (TwoLevel(kind)) {
+    const uint64_t inter = sequences_.collectives[static_cast<int>(GroupKind::kInterNode)]++;
+    const uint64_t intra = sequences_.collectives[static_cast<int>(GroupKind::kIntraNode)]++;
+    return LaunchCollective(
+        stream, [&transport, &layout = two_level_, inter_view = ViewOf(GroupKind::kInterNode),
+                 intra_view = ViewOf(GroupKind::kIntraNode), rank = rank_, inter, intra, send, recv,
+                 bytes] {
+          return TwoLevelAllGather(transport, rank, layout, inter_view, inter, intra_view, intra,
+                                   send, recv, bytes);
+        });
+  }
   return LaunchCollective(
       stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send, recv, bytes] {
         return transport.AllGather(rank, view, sequence, send, recv, bytes);
@@ -189,6 +221,17 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   const size_t chunk_bytes = count * codec::ElementBytes(dtype);
   CountRing(g, chunk_bytes);  // a ring reduce-scatter moves what an all-gather of a chunk does
   transport::Transport& transport = world_.transport();
+  if (TwoLevel(kind)) {
+    const uint64_t inter = sequences_.collectives[static_cast<int>(GroupKind::kInterNode)]++;
+    const uint64_t intra = sequences_.collectives[static_cast<int>(GroupKind::kIntraNode)]++;
+    return LaunchCollective(
+        stream, [&transport, &layout = two_level_, inter_view = ViewOf(GroupKind::kInterNode),
+                 intra_view = ViewOf(GroupKind::kIntraNode), rank = rank_, inter, intra, send, recv,
+                 count, dtype, scale] {
+          return TwoLevelReduceScatter(transport, rank, layout, inter_view, inter, intra_view,
+                                       intra, send, recv, count, dtype, scale);
+        });
+  }
   // Each member's chunk `me` comes here (an all-to-all), then sums in rank order: the same
   // float operations in the same order on every transport, so the result is deterministic.
   return LaunchCollective(stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send,

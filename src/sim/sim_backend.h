@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "sim/sim_stream.h"
 #include "sim/sim_world.h"
+#include "sim/two_level.h"
 
 namespace zpp::sim {
 
@@ -103,10 +104,13 @@ class SimBackend final : public Backend {
   // when it is called (the communicator is broken, as after ncclCommAbort).
   Result LaunchCollective(Stream& stream, std::function<Result()> work);
   transport::GroupView ViewOf(GroupKind kind) const;
+  // The world on a uniform layout of several nodes of several ranks (sim/two_level.h).
+  bool TwoLevel(GroupKind kind) const { return kind == GroupKind::kWorld && two_level_.usable(); }
 
   SimWorld& world_;
   const int rank_;
   std::array<Group, kGroupKinds> groups_;
+  TwoLevelLayout two_level_;  // usable: world collectives cross each node boundary once
   SimWorld::Sequences& sequences_;
   std::shared_ptr<std::atomic<int>> device_error_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<std::atomic<int>> transport_error_ = std::make_shared<std::atomic<int>>(0);
