@@ -318,14 +318,15 @@ def table(summary):
     return "\n".join(lines) + "\n"
 
 
-def update_readme(path, text):
-    begin, end = "<!-- convergence-table:begin", "<!-- convergence-table:end -->"
+def update_readme(path, text, marker="convergence-table", target="make convergence"):
+    """Replaces the README's block between <!-- MARKER:begin ... --> and <!-- MARKER:end -->."""
+    begin, end = f"<!-- {marker}:begin", f"<!-- {marker}:end -->"
     with open(path) as source:
         readme = source.read()
     pattern = re.compile(re.escape(begin) + r".*?-->\n.*?" + re.escape(end), re.S)
     if not pattern.search(readme):
         raise SystemExit(f"convergence: {path} has no {begin} ... {end} markers")
-    block = f"{begin} (make convergence) -->\n{text}{end}"
+    block = f"{begin} ({target}) -->\n{text}{end}"
     with open(path, "w") as out:
         out.write(pattern.sub(lambda _: block, readme))
 
