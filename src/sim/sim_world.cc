@@ -14,6 +14,9 @@ SimWorld::SimWorld(ClusterLayout layout)
       sent_(layout_.world_size()),
       sequences_(layout_.world_size()) {}
 
+SimWorld::SimWorld(ClusterLayout layout, std::shared_ptr<transport::Transport> transport)
+    : SimWorld(std::move(layout), -1, std::move(transport)) {}
+
 SimWorld::SimWorld(ClusterLayout layout, int local_rank,
                    std::shared_ptr<transport::Transport> transport)
     : layout_(std::move(layout)),

@@ -23,6 +23,8 @@ class SimWorld {
  public:
   // Every rank a thread of this process.
   explicit SimWorld(ClusterLayout layout);
+  // Every rank a thread of this process, meeting through `transport` (tests: one that watches).
+  SimWorld(ClusterLayout layout, std::shared_ptr<transport::Transport> transport);
   // This process hosts `local_rank` only; `transport` reaches the other ranks' processes.
   SimWorld(ClusterLayout layout, int local_rank, std::shared_ptr<transport::Transport> transport);
   ~SimWorld();
