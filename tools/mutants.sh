@@ -165,6 +165,12 @@ mutant decision-capture plugin/collective_hooks.cc \
 
 # "Never hangs" (item 6): the sim rendezvous waiting without its deadline; the deadline tests
 # then hang, and their own short timeout shows it.
+# The sim's world collectives move what they count (each piece crosses each node boundary once):
+# a flat exchange carried twice plain's counted bytes over the testbed's links.
+mutant sim-world-two-level src/sim/sim_backend.h \
+  'return kind == GroupKind::kWorld && two_level_.usable();' \
+  'return kind == GroupKind::kWorld && two_level_.usable() && false;' \
+  "zpp_sim_tests=SimWireBytes*"
 mutant sim-rendezvous-deadline src/sim/rendezvous.cc \
   '      changed_.wait_for(lock, deadline_, [&] { return slot.broken || slot.arrived == members_; });' \
   '      (changed_.wait(lock, [&] { return slot.broken || slot.arrived == members_; }), true);' \
