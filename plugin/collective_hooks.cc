@@ -49,13 +49,16 @@ bool ValidDtype(ncclDataType_t dtype) {
   return static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < ncclNumTypes;
 }
 
-// Where a communicator zpp does not know goes: a destroyed one is an error (NCCL would touch
-// freed memory), any other is NCCL's to judge.
+// A communicator zpp does not know is NCCL's to judge: one made through an entry point zpp does
+// not hook (ncclCommGrow in newer NCCL, a symbol added later) may sit at the address of one that
+// was destroyed, aborted or revoked, since the allocator reuses addresses.
 template <typename Forward>
 ncclResult_t UnknownComm(ncclComm_t comm, const char* function, Forward&& forward) {
   if (zpp::plugin::Comms().WasRetired(comm)) {
-    ZPP_WARN("%s: communicator %p was destroyed or aborted", function, static_cast<void*>(comm));
-    return ncclInvalidArgument;
+    ZPP_INFO(kPlugin,
+             "%s: communicator %p is not one zpp set up (its address was one that ended): passed "
+             "through",
+             function, static_cast<void*>(comm));
   }
   zpp::ProcessStats().AddPassThrough(zppReasonInvalidComm, 0);
   return forward();
@@ -76,7 +79,7 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
   const zpp::plan::Plan plan = zpp->Decide(zpp::engine::CallOf(args));
   if (plan.kind == zpp::plan::PlanKind::kPassThrough) return pass_through(plan.reason);
   if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);
-  zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream};
+  zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream, forward};
   if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
     group.deferred.push_back(std::move(call));
     return ncclSuccess;
@@ -104,7 +107,7 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, AllGather);
-    auto forward = [&] {
+    auto forward = [=] {
       return nccl->AllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     };
     if (comm == nullptr) return forward();  // NCCL answers ncclInvalidArgument
@@ -127,7 +130,7 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
                                        cudaStream_t stream) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, ReduceScatter);
-    auto forward = [&] {
+    auto forward = [=] {
       return nccl->ReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
     };
     if (comm == nullptr) return forward();

@@ -45,9 +45,8 @@ void KeepForever(std::shared_ptr<zpp::ZppCommunicator> zpp) {
 // Abort must return at once, on the watchdog's thread, while the device may be stuck: zpp
 // aborts its sub-communicators and keeps its state, never freeing it (a cudaFree would wait
 // for the stuck kernel the abort is meant to end).
-void Forget(ncclComm_t comm, bool abort) {
-  std::shared_ptr<zpp::ZppCommunicator> zpp =
-      Comms().Retire(comm, abort ? "aborted: calls pass through" : "destroyed");
+void Forget(ncclComm_t comm, bool abort, const char* why) {
+  std::shared_ptr<zpp::ZppCommunicator> zpp = Comms().Retire(comm, why);
   zpp::plugin::PreMuls().RemoveComm(comm);
   if (zpp != nullptr && abort) {
     zpp->Abort();
@@ -131,6 +130,11 @@ ZPP_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int 
                                     ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommShrink);
+    if (shrinkFlags & NCCL_SHRINK_ABORT) {
+      // The flag ends the parent's ongoing operations first: zpp's on its sub-communicators too,
+      // before NCCL shrinks (the shrunk communicator gets its own set-up below).
+      Forget(comm, /*abort=*/true, "shrunk with NCCL_SHRINK_ABORT: calls pass through");
+    }
     const ncclResult_t result =
         nccl->CommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
     return Created(*nccl, result, newcomm ? *newcomm : nullptr,
@@ -142,7 +146,7 @@ ZPP_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommFinalize);
     // The sub-communicators are finalized with the parent: nothing of zpp's outlives it.
-    Forget(comm, /*abort=*/false);
+    Forget(comm, /*abort=*/false, "destroyed");
     return nccl->CommFinalize(comm);
   });
 }
@@ -150,7 +154,7 @@ ZPP_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 ZPP_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommDestroy);
-    Forget(comm, /*abort=*/false);
+    Forget(comm, /*abort=*/false, "destroyed");
     return nccl->CommDestroy(comm);
   });
 }
@@ -158,8 +162,21 @@ ZPP_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 ZPP_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, CommAbort);
-    Forget(comm, /*abort=*/true);
+    Forget(comm, /*abort=*/true, "aborted: calls pass through");
     return nccl->CommAbort(comm);
+  });
+}
+
+// Revoke stops the communicator's in-flight and future operations; zpp stops its own the same
+// way an abort does (its sub-communicators aborted, so that a zpp call in flight or deferred in
+// a group ends with their error instead of waiting forever; its state kept, never freed), and
+// later calls go to NCCL, which answers for a revoked communicator. Abort or destroy after it
+// find nothing of zpp's left to end.
+ZPP_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommRevoke);
+    Forget(comm, /*abort=*/true, "revoked: calls pass through");
+    return nccl->CommRevoke(comm, revokeFlags);
   });
 }
 
@@ -194,6 +211,28 @@ ZPP_API ncclResult_t ncclGroupEnd() {
       return result;
     }
     return zpp::plugin::RunDeferred(std::move(deferred));
+  });
+}
+
+// PyTorch's estimate path: ncclGroupStart ... ncclGroupSimulateEnd. A simulation runs nothing:
+// zpp's calls deferred in the group go to NCCL's simulation unchanged (so that its estimate
+// covers them), and the group closes as an end would, leaving nothing deferred for a later group.
+ZPP_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, GroupSimulateEnd);
+    zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup();
+    if (group.depth > 0) --group.depth;
+    if (group.depth == 0) {
+      std::vector<zpp::plugin::ZppCall> deferred = std::move(group.deferred);
+      group.deferred.clear();
+      for (const zpp::plugin::ZppCall& call : deferred) {
+        if (const ncclResult_t forwarded = call.to_nccl(); forwarded != ncclSuccess) {
+          ZPP_WARN("ncclGroupSimulateEnd: NCCL refused a grouped call to simulate (%d)",
+                   static_cast<int>(forwarded));
+        }
+      }
+    }
+    return nccl->GroupSimulateEnd(simInfo);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <functional>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -28,6 +29,9 @@ struct ZppCall {
   plan::Plan plan;
   CollectiveArgs args;
   cudaStream_t stream = nullptr;
+  // The same call, unchanged, to the real NCCL: what a simulated group (ncclGroupSimulateEnd)
+  // hands NCCL to estimate, since a simulation runs nothing of zpp's.
+  std::function<ncclResult_t()> to_nccl;
 };
 
 // Runs `call` now, on the communicator it holds.

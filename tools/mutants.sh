@@ -208,6 +208,25 @@ mutant plugin-group-end-in-progress plugin/comm_hooks.cc \
   '      result = WaitForNonblockingComms(*nccl);' \
   '      if (false) result = WaitForNonblockingComms(*nccl);' \
   "zpp_plugin_decision_tests=*InProgress*"
+# A simulated group (ncclGroupSimulateEnd) runs nothing of zpp's and leaves no deferred call.
+mutant plugin-simulated-group-clean plugin/comm_hooks.cc \
+  '      for (const zpp::plugin::ZppCall& call : deferred) {' \
+  $'      group.deferred = std::move(deferred);\n      for (const zpp::plugin::ZppCall& call : group.deferred) {' \
+  "zpp_plugin_decision_tests=*Simulated*"
+# A communicator zpp does not know (at an ended one's address) is NCCL's, never refused.
+mutant plugin-unknown-comm-passes-through plugin/collective_hooks.cc \
+  $'  zpp::ProcessStats().AddPassThrough(zppReasonInvalidComm, 0);\n  return forward();' \
+  '  return zpp::plugin::Comms().WasRetired(comm) ? ncclInvalidArgument : forward();' \
+  "zpp_plugin_decision_tests=*DestroyedOnes*"
+# Revoke and NCCL_SHRINK_ABORT end zpp's work on the communicator, as abort does.
+mutant plugin-revoke-ends-zpp plugin/comm_hooks.cc \
+  '    Forget(comm, /*abort=*/true, "revoked: calls pass through");' \
+  '' \
+  "zpp_plugin_decision_tests=*Revoke*"
+mutant plugin-shrink-abort-ends-zpp plugin/comm_hooks.cc \
+  '    if (shrinkFlags & NCCL_SHRINK_ABORT) {' \
+  '    if (false) {' \
+  "zpp_plugin_decision_tests=*Shrink*"
 # A non-blocking communicator sets up at its first call (on a blocking duplicate).
 mutant plugin-nonblocking-setup plugin/collective_hooks.cc \
   '    zpp::plugin::SetUpPending(*zpp::RealNccl(), state);' \

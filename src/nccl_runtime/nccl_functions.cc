@@ -26,6 +26,8 @@ bool ResolveAll(void* handle, NcclFunctions* table) {
   ZPP_RESOLVE(CommInitRankScalable);
   ZPP_RESOLVE(CommSplit);
   ZPP_RESOLVE(CommShrink);
+  ZPP_RESOLVE(CommRevoke);
+  ZPP_RESOLVE(GroupSimulateEnd);
   ZPP_RESOLVE(CommFinalize);
   ZPP_RESOLVE(CommDestroy);
   ZPP_RESOLVE(CommAbort);

@@ -22,9 +22,11 @@ struct NcclFunctions {
   decltype(&ncclCommFinalize) CommFinalize = nullptr;
   decltype(&ncclCommDestroy) CommDestroy = nullptr;
   decltype(&ncclCommAbort) CommAbort = nullptr;
+  decltype(&ncclCommRevoke) CommRevoke = nullptr;  // NCCL 2.28 and newer
   decltype(&ncclCommGetAsyncError) CommGetAsyncError = nullptr;
   decltype(&ncclGroupStart) GroupStart = nullptr;
   decltype(&ncclGroupEnd) GroupEnd = nullptr;
+  decltype(&ncclGroupSimulateEnd) GroupSimulateEnd = nullptr;
   decltype(&ncclRedOpCreatePreMulSum) RedOpCreatePreMulSum = nullptr;
   decltype(&ncclRedOpDestroy) RedOpDestroy = nullptr;
   decltype(&ncclAllGather) AllGather = nullptr;

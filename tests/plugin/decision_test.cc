@@ -183,6 +183,87 @@ TEST_F(DecisionTest, GroupedCallsRunAtTheOutermostGroupEndInCallOrder) {
   EXPECT_EQ(Recording().all_gathers.size(), 2u);
 }
 
+// PyTorch's estimate path: a simulated group runs nothing of zpp's, hands its calls to NCCL's
+// simulation unchanged, and leaves nothing behind for the next group.
+TEST_F(DecisionTest, SimulatedGroupRunsNothingOfZppsAndLeavesTheGroupClean) {
+  const int gathers = FakeCalls("ncclAllGather");
+  const int scatters = FakeCalls("ncclReduceScatter");
+  const int simulated = FakeCalls("ncclGroupSimulateEnd");
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(
+      ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+      ncclSuccess);
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclGroupSimulateEnd"), simulated + 1);
+  EXPECT_TRUE(Recording().all_gathers.empty()) << "a simulation ran zpp's plan";
+  EXPECT_TRUE(Recording().reduce_scatters.empty()) << "a simulation ran zpp's plan";
+  EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1) << "NCCL's estimate misses the call";
+  EXPECT_EQ(FakeCalls("ncclReduceScatter"), scatters + 1) << "NCCL's estimate misses the call";
+  // The next real group runs its own call, and only it.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(Recording().all_gathers.size(), 1u);
+  EXPECT_TRUE(Recording().reduce_scatters.empty());
+}
+
+// Revoke (torch's fault tolerance) ends zpp's work on the communicator as abort does, keeps its
+// state, and sends later calls to NCCL; the destroy after it works.
+TEST_F(DecisionTest, RevokeAbortsZppsSubCommunicatorsAndLaterCallsGoToNccl) {
+  const int revokes = FakeCalls("ncclCommRevoke");
+  const int gathers = FakeCalls("ncclAllGather");
+  EXPECT_EQ(ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclCommRevoke"), revokes + 1);
+  EXPECT_EQ(Recording().aborts, 1);
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_TRUE(Recording().all_gathers.empty());
+  EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1);
+  EXPECT_EQ(Recording().live, 1) << "revoke freed zpp's state";
+  Recording().live = 0;  // kept for the rest of the process, as after abort
+}
+
+// NCCL_SHRINK_ABORT ends the parent's operations before the shrink: zpp's sub-communicators
+// first; the shrunk communicator gets a zpp of its own.
+TEST_F(DecisionTest, ShrinkWithAbortAbortsTheParentsZppFirst) {
+  ncclComm_t shrunk = nullptr;
+  int excluded[] = {3};
+  ASSERT_EQ(ncclCommShrink(comm_, excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT), ncclSuccess);
+  EXPECT_EQ(Recording().aborts, 1);
+  ASSERT_NE(shrunk, nullptr);
+  EXPECT_EQ(Recording().live, 2) << "the parent's zpp kept, the child's made";
+  EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
+  EXPECT_EQ(Recording().live, 1);
+  Recording().live = 0;
+}
+
+// A communicator created through an entry point zpp does not hook may sit at the address of one
+// that was destroyed (allocators reuse addresses): zpp does not know it, and NCCL judges its calls.
+TEST_F(DecisionTest, ACommunicatorAtADestroyedOnesAddressIsNcclsToJudge) {
+  ASSERT_EQ(ncclCommDestroy(comm_), ncclSuccess);
+  ncclComm_t grown = nullptr;
+  ASSERT_EQ(zpp::test::FakeCommGrow(&grown, 4, 1), ncclSuccess);
+  ASSERT_EQ(grown, comm_) << "the stand-in reuses the address";
+  comm_ = nullptr;
+  const int gathers = FakeCalls("ncclAllGather");
+  const int scatters = FakeCalls("ncclReduceScatter");
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, grown, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(
+      ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, grown, nullptr),
+      ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1);
+  EXPECT_EQ(FakeCalls("ncclReduceScatter"), scatters + 1);
+  EXPECT_TRUE(Recording().all_gathers.empty());
+  zppStats_t stats{};
+  EXPECT_EQ(zppGetCommStats(grown, &stats), ncclInvalidArgument);  // not zpp's
+  EXPECT_EQ(ncclCommDestroy(grown), ncclSuccess);
+}
+
 TEST_F(DecisionTest, CapturedCallsGoToNccl) {
   Recording().capturing = true;
   EXPECT_EQ(
@@ -237,9 +318,12 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
   training.join();
   EXPECT_EQ(call_result, ncclSuccess);
   EXPECT_EQ(Recording().live, 1) << "abort's state was freed after the call";
-  // The aborted communicator is caught, not handed to NCCL.
-  EXPECT_EQ(ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr),
-            ncclInvalidArgument);
+  // The aborted communicator is not zpp's any more: a later call is NCCL's to answer (zpp
+  // cannot tell it from a communicator made at the same address by a hook it does not have).
+  const int forwarded = FakeCalls("ncclAllGather");
+  ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
+  EXPECT_EQ(FakeCalls("ncclAllGather"), forwarded + 1);
+  EXPECT_EQ(Recording().all_gathers.size(), 1u) << "an aborted communicator ran zpp's plan";
   Recording() = {};
 }
 

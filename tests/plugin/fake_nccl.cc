@@ -1,7 +1,10 @@
 // A stand-in for libnccl.so in CPU tests: the calls zpp forwards, with NCCL's argument checks
 // (null communicator or buffers, unknown dtype or op: ncclInvalidArgument) and a log of what
 // arrived, so that a test can tell a forwarded call from one zpp answered itself. It lacks
-// ncclCommShrink, ncclCommInitRankScalable and ncclAlltoAll on purpose, like an older NCCL.
+// ncclCommInitRankScalable and ncclAlltoAll on purpose, like an older NCCL. A destroyed
+// communicator's memory is kept, and fakeNcclCommGrow (an entry point zpp does not hook, as
+// ncclCommGrow in newer NCCL) makes a communicator at the address of the last one destroyed, as
+// an allocator reusing addresses would.
 // Non-blocking communicators (config.blocking = 0) behave as NCCL documents them: creation,
 // split, collectives and a group end holding one answer ncclInProgress, and the communicator
 // stays in progress for a few ncclCommGetAsyncError polls.
@@ -9,9 +12,11 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -30,6 +35,7 @@ int group_depth = 0;
 std::set<FakeComm*> group_nonblocking;  // non-blocking communicators with work in the open group
 std::set<FakeComm*> in_progress;        // communicators with polls_in_progress > 0
 int next_op = ncclNumOps;
+std::vector<std::unique_ptr<FakeComm>> ended;  // destroyed or aborted, newest last
 
 void Log(const char* name) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -64,11 +70,9 @@ ncclResult_t Issued(ncclComm_t comm) {
 }
 
 void Forget(ncclComm_t comm) {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    in_progress.erase(Of(comm));
-  }
-  delete Of(comm);
+  std::lock_guard<std::mutex> lock(mutex);
+  in_progress.erase(Of(comm));
+  ended.emplace_back(Of(comm));
 }
 
 }  // namespace
@@ -80,6 +84,19 @@ __attribute__((visibility("default"))) int fakeNcclCalls(const char* name) {
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = calls.find(name);
   return found == calls.end() ? 0 : found->second;
+}
+
+// A communicator made outside every entry point zpp hooks, at the address of the last one
+// destroyed or aborted (ncclInvalidUsage when none has ended).
+__attribute__((visibility("default"))) ncclResult_t fakeNcclCommGrow(ncclComm_t* comm, int nranks,
+                                                                     int rank) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ended.empty()) return ncclInvalidUsage;
+  FakeComm* reused = ended.back().release();
+  ended.pop_back();
+  *reused = FakeComm{nranks, rank};
+  *comm = reinterpret_cast<ncclComm_t>(reused);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclGetVersion(int* version) {
@@ -137,6 +154,18 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm,
   if (blocking) return ncclSuccess;
   StartProgress(Of(*newcomm));
   return ncclInProgress;
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int exclude_count, ncclComm_t* newcomm,
+                            ncclConfig_t*, int) {
+  Log(__func__);
+  if (comm == nullptr || newcomm == nullptr || exclude_count < 0) return ncclInvalidArgument;
+  return NewComm(newcomm, Of(comm)->nranks - exclude_count, 0);
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int) {
+  Log(__func__);
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -202,6 +231,14 @@ ncclResult_t ncclGroupEnd() {
   for (FakeComm* comm : group_nonblocking) StartProgress(comm);
   group_nonblocking.clear();
   return ncclInProgress;
+}
+
+// Closes the group as an end does, launching nothing.
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  Log(__func__);
+  if (group_depth == 0) return ncclInvalidUsage;
+  if (--group_depth == 0) group_nonblocking.clear();
+  return ncclSuccess;
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t dtype,

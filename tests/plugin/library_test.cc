@@ -30,8 +30,8 @@ TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
       // the NCCL calls zpp intercepts
       "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll", "ncclCommInitRankScalable",
       "ncclCommSplit", "ncclCommShrink", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",
-      "ncclGroupStart", "ncclGroupEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
-      "ncclAllGather", "ncclReduceScatter"};
+      "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd", "ncclGroupSimulateEnd",
+      "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclAllGather", "ncclReduceScatter"};
   EXPECT_EQ(DefinedDynamicSymbols(), expected);
 }
 
