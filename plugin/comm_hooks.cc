@@ -180,6 +180,30 @@ ZPP_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   });
 }
 
+// PyTorch's watchdog polls this to find a failed communicator and abort it. A failure on one of
+// zpp's sub-communicators is the parent's failure: reported here, or the watchdog would wait on
+// a hang.
+ZPP_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, CommGetAsyncError);
+    const ncclResult_t result = nccl->CommGetAsyncError(comm, asyncError);
+    if (result != ncclSuccess || *asyncError != ncclSuccess) return result;
+    const auto state = Comms().Find(comm);
+    const std::shared_ptr<zpp::ZppCommunicator> zpp = state ? state->Zpp() : nullptr;
+    if (zpp == nullptr) return result;
+    if (const ncclResult_t sub = zpp->AsyncError(); sub != ncclSuccess) {
+      if (!state->sub_error_reported.exchange(true)) {
+        ZPP_WARN(
+            "communicator %p: one of zpp's sub-communicators failed (%d): reported as the "
+            "communicator's asynchronous error",
+            static_cast<void*>(comm), static_cast<int>(sub));
+      }
+      *asyncError = sub;
+    }
+    return result;
+  });
+}
+
 ZPP_API ncclResult_t ncclGroupStart() {
   return zpp::CatchAll(__func__, [&] {
     ZPP_REAL_OR_RETURN(nccl, GroupStart);

@@ -28,6 +28,7 @@ struct CommState {
   uint64_t id = 0;  // creation order, for the report
   // A non-blocking communicator whose set-up waits for its first eligible collective.
   std::atomic<bool> setup_pending{false};
+  std::atomic<bool> sub_error_reported{false};  // its WARN, once
 
   // zpp on this communicator; null when zpp passes every call through (Unavailable() says why).
   // Shared: a call in flight holds it, so that an abort or destroy on another thread (PyTorch's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "config/config.h"
@@ -30,9 +31,21 @@ class DuplicateOwner final : public ZppCommunicator {
     return inner_->ReduceScatter(plan, args, stream);
   }
   void Abort() override {
+    std::lock_guard<std::mutex> lock(abort_mutex_);  // no poll of the duplicate as NCCL frees it
     inner_->Abort();
     if (nccl_.CommAbort != nullptr) nccl_.CommAbort(duplicate_);
     aborted_ = true;
+  }
+  Result AsyncError() const override {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (aborted_) return ncclSuccess;
+    if (const Result inner = inner_->AsyncError(); inner != ncclSuccess) return inner;
+    ncclResult_t error = ncclSuccess;
+    if (nccl_.CommGetAsyncError == nullptr ||
+        nccl_.CommGetAsyncError(duplicate_, &error) != ncclSuccess) {
+      return ncclSuccess;
+    }
+    return error == ncclInProgress ? ncclSuccess : error;
   }
 
  private:
@@ -40,6 +53,7 @@ class DuplicateOwner final : public ZppCommunicator {
   ncclComm_t duplicate_;
   std::unique_ptr<ZppCommunicator> inner_;
   std::atomic<bool> aborted_{false};
+  mutable std::mutex abort_mutex_;
 };
 
 }  // namespace

@@ -218,6 +218,11 @@ mutant plugin-unknown-comm-passes-through plugin/collective_hooks.cc \
   $'  zpp::ProcessStats().AddPassThrough(zppReasonInvalidComm, 0);\n  return forward();' \
   '  return zpp::plugin::Comms().WasRetired(comm) ? ncclInvalidArgument : forward();' \
   "zpp_plugin_decision_tests=*DestroyedOnes*"
+# A sub-communicator's failure shows on the parent's ncclCommGetAsyncError.
+mutant plugin-sub-communicator-error plugin/comm_hooks.cc \
+  '      *asyncError = sub;' \
+  '' \
+  "zpp_plugin_decision_tests=*AsyncError*"
 # Revoke and NCCL_SHRINK_ABORT end zpp's work on the communicator, as abort does.
 mutant plugin-revoke-ends-zpp plugin/comm_hooks.cc \
   '    Forget(comm, /*abort=*/true, "revoked: calls pass through");' \

@@ -71,6 +71,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   }
 
   void Abort() override { backend_->AbortSubCommunicators(); }
+  Result AsyncError() const override { return backend_->SubCommunicatorError(); }
 
  private:
   // Runs `call` on the caller's stream with the communicator's device current; when the input

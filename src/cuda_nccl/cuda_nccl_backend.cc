@@ -94,12 +94,26 @@ Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology
 }
 
 void CudaNcclBackend::AbortSubCommunicators() {
+  std::lock_guard<std::mutex> lock(abort_mutex_);  // no poll of a sub-communicator NCCL frees
   if (aborted_.exchange(true)) return;
   for (const Group& group : groups_) {
     if (group.owned && group.comm != nullptr && nccl_.CommAbort != nullptr) {
       nccl_.CommAbort(group.comm);
     }
   }
+}
+
+Result CudaNcclBackend::SubCommunicatorError() const {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  if (aborted_ || nccl_.CommGetAsyncError == nullptr) return ncclSuccess;
+  for (const Group& group : groups_) {
+    if (!group.owned || group.comm == nullptr) continue;
+    ncclResult_t error = ncclSuccess;
+    const ncclResult_t polled = nccl_.CommGetAsyncError(group.comm, &error);
+    if (polled != ncclSuccess) return polled;
+    if (error != ncclSuccess && error != ncclInProgress) return error;
+  }
+  return ncclSuccess;
 }
 
 Result CudaNcclBackend::CommOf(GroupKind kind, ncclComm_t* comm) const {

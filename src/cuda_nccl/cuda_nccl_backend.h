@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "backend/backend.h"
 #include "cuda_nccl/cuda_resources.h"
@@ -31,6 +32,9 @@ class CudaNcclBackend final : public Backend {
   Result SplitSubCommunicators(const topology::Topology& topology, bool rack_level);
   // The parent is being aborted: abort the sub-communicators instead of destroying them.
   void AbortSubCommunicators();
+  // The first error an owned sub-communicator reports, ncclSuccess when none (or once aborted:
+  // NCCL may have freed them).
+  Result SubCommunicatorError() const;
 
   int device() const { return device_; }
   Stream& internal_stream() { return *internal_stream_; }
@@ -104,6 +108,7 @@ class CudaNcclBackend final : public Backend {
   // Set by an abort on another thread (the watchdog's) while a call may be running here: later
   // stages fail instead of using an aborted sub-communicator, and nothing is destroyed twice.
   std::atomic<bool> aborted_{false};
+  mutable std::mutex abort_mutex_;  // abort against a poll of the sub-communicators
   std::unique_ptr<Stream> internal_stream_;
   // Counted when enqueued: one per kernel or copy, one per collective (launches()).
   std::atomic<uint64_t> kernels_{0};

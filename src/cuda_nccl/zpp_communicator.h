@@ -37,6 +37,11 @@ class ZppCommunicator {
   // The parent communicator is being aborted: abort the sub-communicators too (the destructor
   // destroys them otherwise).
   virtual void Abort() = 0;
+
+  // The first error one of zpp's sub-communicators reports (ncclCommGetAsyncError), so that the
+  // parent's poll shows it: PyTorch's watchdog then aborts instead of waiting on a hang. Safe to
+  // call from any thread, at any time; ncclSuccess after an abort.
+  virtual Result AsyncError() const = 0;
 };
 
 // Collective over `comm`: every rank must call it, right after the communicator is created.

@@ -264,6 +264,17 @@ TEST_F(DecisionTest, ACommunicatorAtADestroyedOnesAddressIsNcclsToJudge) {
   EXPECT_EQ(ncclCommDestroy(grown), ncclSuccess);
 }
 
+// A failed sub-communicator reaches the parent's ncclCommGetAsyncError (PyTorch's watchdog).
+TEST_F(DecisionTest, SubCommunicatorErrorReachesTheParentsAsyncError) {
+  ncclResult_t error = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &error), ncclSuccess);
+  EXPECT_EQ(error, ncclSuccess);
+  Recording().async_error = ncclRemoteError;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &error), ncclSuccess);
+  EXPECT_EQ(error, ncclRemoteError);
+  Recording().async_error = ncclSuccess;
+}
+
 TEST_F(DecisionTest, CapturedCallsGoToNccl) {
   Recording().capturing = true;
   EXPECT_EQ(

@@ -30,8 +30,9 @@ TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
       // the NCCL calls zpp intercepts
       "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll", "ncclCommInitRankScalable",
       "ncclCommSplit", "ncclCommShrink", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",
-      "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd", "ncclGroupSimulateEnd",
-      "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclAllGather", "ncclReduceScatter"};
+      "ncclCommRevoke", "ncclCommGetAsyncError", "ncclGroupStart", "ncclGroupEnd",
+      "ncclGroupSimulateEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclAllGather",
+      "ncclReduceScatter"};
   EXPECT_EQ(DefinedDynamicSymbols(), expected);
 }
 

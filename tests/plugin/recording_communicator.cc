@@ -55,6 +55,7 @@ class RecordingCommunicator final : public ZppCommunicator {
     return ncclSuccess;
   }
   void Abort() override { ++test::Recording().aborts; }
+  Result AsyncError() const override { return test::Recording().async_error; }
 
  private:
   plan::Shape shape_;

@@ -15,10 +15,11 @@ struct Recorded {
   int live = 0;    // communicators alive
   int aborts = 0;  // Abort() calls
   bool fail_setup = false;
-  bool capturing = false;               // what StreamCapturing answers
-  std::vector<ncclComm_t> setup_comms;  // the communicator each set-up was given
-  std::vector<bool> nccl_busy_at_call;  // whether the stand-in NCCL had work in progress
-  std::function<void()> during_call;    // runs inside every recorded call (tests block it)
+  ncclResult_t async_error = ncclSuccess;  // what AsyncError() answers
+  bool capturing = false;                  // what StreamCapturing answers
+  std::vector<ncclComm_t> setup_comms;     // the communicator each set-up was given
+  std::vector<bool> nccl_busy_at_call;     // whether the stand-in NCCL had work in progress
+  std::function<void()> during_call;       // runs inside every recorded call (tests block it)
 };
 
 Recorded& Recording();
