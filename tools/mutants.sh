@@ -252,10 +252,10 @@ mutant pool-never-allocates src/fence/buffer_pool.cc \
   '  if (!bounded_) return backend_.Allocate(size, out);' \
   '  return backend_.Allocate(size, out);' \
   "zpp_sim_pool_tests=*@60"
-# A reservation on a communicator whose every call passes through (every technique off).
+# A reservation where no plan can run (the old rule: any technique on reserves).
 mutant pool-reserved-without-technique src/engine/pool_reservation.cc \
-  '  return config_agreed && technique ? pool_bytes : 0;' \
-  '  return config_agreed || technique ? pool_bytes : 0;' \
+  $'  return 0;\n}' \
+  $'  return settings.qwz || settings.hpz || settings.qgz ? pool_bytes : 0;\n}' \
   "zpp_sim_pool_tests=PoolReservation*"
 # Power-of-two buffers again: hpZ's kept partitions cost up to 2x their bytes.
 mutant pool-size-classes src/fence/buffer_pool.cc \

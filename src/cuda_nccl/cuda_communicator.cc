@@ -216,7 +216,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   }
   // Last, and agreed: all of zpp's staging comes from here (engine/pool_reservation.h).
   const uint64_t reserve =
-      engine::StagingReservationBytes(options.settings, shape.config_agreed, options.pool_bytes);
+      engine::StagingReservationBytes(options.settings, shape, options.pool_bytes);
   std::unique_ptr<BufferPool> pool;
   ZPP_CHECK(engine::ReserveStagingPool(*backend, exchange, reserve, options.fence_enabled, &pool));
   *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats,

@@ -23,7 +23,7 @@ namespace zpp::engine {
 struct EngineOptions {
   plan::Settings settings;
   bool fence_enabled = true;                   // ZPP_FENCE
-  uint64_t hpz_max_bytes = uint64_t{4} << 30;  // ZPP_HPZ_MAX_MB
+  uint64_t hpz_max_bytes = uint64_t{1} << 30;  // ZPP_HPZ_MAX_MB
   uint64_t pool_bytes = uint64_t{2} << 30;     // ZPP_POOL_MB: what set-up reserves
   // The step epoch; by default the process's (zppStepEpochAdvance).
   std::function<uint64_t()> epoch;

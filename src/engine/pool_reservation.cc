@@ -2,13 +2,28 @@
 
 #include "engine/setup_outcome.h"
 #include "log/log.h"
+#include "plan/planner.h"
 
 namespace zpp::engine {
 
-uint64_t StagingReservationBytes(const plan::Settings& settings, bool config_agreed,
+uint64_t StagingReservationBytes(const plan::Settings& settings, const plan::Shape& shape,
                                  uint64_t pool_bytes) {
-  const bool technique = settings.qwz || settings.hpz || settings.qgz;
-  return config_agreed && technique ? pool_bytes : 0;
+  // The planner decides from the shape and the settings alone once a call is large: a plan for
+  // a large call of either collective is a plan this communicator can run.
+  plan::Settings any_size = settings;
+  any_size.min_bytes = 0;
+  constexpr uint64_t kLarge = uint64_t{1} << 24;  // elements per rank
+  const plan::Call gather{plan::CollectiveOp::kAllGather, kLarge, ncclFloat32,
+                          plan::Reduction::kNone};
+  const plan::Call scatter{plan::CollectiveOp::kReduceScatter, kLarge, ncclFloat32,
+                           plan::Reduction::kSum};
+  for (const plan::Call& call : {gather, scatter}) {
+    if (plan::MakePlan(call, shape, any_size, plan::HpzState{}).kind !=
+        plan::PlanKind::kPassThrough) {
+      return pool_bytes;
+    }
+  }
+  return 0;
 }
 
 Result ReserveStagingPool(Backend& backend, topology::ByteAllGather& exchange, uint64_t bytes,

@@ -18,10 +18,13 @@
 
 namespace zpp::engine {
 
-// What set-up reserves: `pool_bytes` (ZPP_POOL_MB) when the ranks agreed on their settings and a
-// technique is on; nothing otherwise (zpp loaded for its stats, or a communicator the user left to
-// NCCL), since every call then passes through and the memory is the framework's to use.
-uint64_t StagingReservationBytes(const plan::Settings& settings, bool config_agreed,
+// What set-up reserves: `pool_bytes` (ZPP_POOL_MB) when some plan of the techniques on can run on
+// this communicator's shape; nothing otherwise (every technique off, settings disagreed, one
+// rank, hpZ alone without a hierarchy, a flat qgZ that would move more than NCCL's ring), since
+// every call then passes through and the memory is the framework's to use. A large job makes
+// dozens of communicators (point-to-point pairs, HSDP's replicate groups, DeepSpeed's extra
+// groups): only those that can run a plan take device memory.
+uint64_t StagingReservationBytes(const plan::Settings& settings, const plan::Shape& shape,
                                  uint64_t pool_bytes);
 
 // Collective over the exchange's ranks: each reserves `bytes` and the ranks agree on the outcome.

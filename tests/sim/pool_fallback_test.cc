@@ -18,6 +18,7 @@
 #include "engine/pool_reservation.h"
 #include "engine_harness.h"
 #include "log/log.h"
+#include "sim/cluster_layout.h"
 #include "sim/sim_backend.h"
 #include "transport/in_process_transport.h"
 
@@ -242,16 +243,49 @@ TEST(PoolFallbackTest, HpzCountsOnlyTheCallsItsPlansRan) {
 }
 
 // Set-up reserves only where a plan can use it: with every technique off (zpp preloaded for its
-// stats) or settings the ranks disagree on, every call passes through, and ZPP_POOL_MB of device
-// memory would be taken from the framework for nothing.
-TEST(PoolReservationTest, NothingReservedWithEveryTechniqueOffOrSettingsDisagreed) {
+// stats), settings the ranks disagree on, one rank, or techniques whose plans this shape cannot
+// run, every call passes through, and ZPP_POOL_MB of device memory would be taken from the
+// framework for nothing (a large job has dozens of such communicators).
+TEST(PoolReservationTest, ReservedOnlyWhereAPlanCanRun) {
   constexpr uint64_t kPool = uint64_t{2048} << 20;
-  EXPECT_EQ(StagingReservationBytes(test::TechniquesOn(false, false, false), true, kPool), 0u);
-  EXPECT_EQ(StagingReservationBytes(test::TechniquesOn(true, true, true), false, kPool), 0u);
-  for (const plan::Settings& settings :
-       {test::TechniquesOn(true, false, false), test::TechniquesOn(false, true, false),
-        test::TechniquesOn(false, false, true)}) {
-    EXPECT_EQ(StagingReservationBytes(settings, true, kPool), kPool);
+  const plan::Shape two_by_two = sim::ShapeOf(sim::ClusterLayout::Uniform(2, 2));
+  const plan::Shape one_node = sim::ShapeOf(sim::ClusterLayout::Uniform(1, 4));
+  const plan::Shape one_per_node = sim::ShapeOf(sim::ClusterLayout::Uniform(4, 1));
+  const plan::Shape one_rank = sim::ShapeOf(sim::ClusterLayout::Uniform(1, 1));
+  plan::Shape disagreed = two_by_two;
+  disagreed.config_agreed = false;
+  // 2 nodes of 8, interleaved: no hierarchy, and a flat int4 qgZ would send 8 pieces off the
+  // node where NCCL's ring sends one chunk: it passes through (topology).
+  sim::ClusterLayout interleaved;
+  for (int rank = 0; rank < 16; ++rank) interleaved.node_of_rank.push_back(rank % 2);
+  interleaved.rack_of_node = {0, 0};
+  const plan::Shape flat_16 = sim::ShapeOf(interleaved);
+  ASSERT_FALSE(flat_16.hierarchical_allowed);
+
+  const plan::Settings off = test::TechniquesOn(false, false, false);
+  const plan::Settings qwz = test::TechniquesOn(true, false, false);
+  const plan::Settings hpz = test::TechniquesOn(false, true, false);
+  const plan::Settings qgz = test::TechniquesOn(false, false, true);
+  const plan::Settings all = test::TechniquesOn(true, true, true);
+  struct Case {
+    const char* what;
+    plan::Settings settings;
+    plan::Shape shape;
+    uint64_t reserved;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"every technique off", off, two_by_two, 0},
+                         {"settings disagreed", all, disagreed, 0},
+                         {"one rank", all, one_rank, 0},
+                         {"hpZ alone on one node", hpz, one_node, 0},
+                         {"hpZ alone, one rank per node", hpz, one_per_node, 0},
+                         {"qgZ alone, flat, more off-node than the ring", qgz, flat_16, 0},
+                         {"hpZ on a hierarchy", hpz, two_by_two, kPool},
+                         {"qwZ flat on one node", qwz, one_node, kPool},
+                         {"qgZ on a hierarchy", qgz, two_by_two, kPool},
+                         {"qgZ flat, one rank per node", qgz, one_per_node, kPool},
+                         {"everything on a hierarchy", all, two_by_two, kPool}}) {
+    EXPECT_EQ(StagingReservationBytes(c.settings, c.shape, kPool), c.reserved) << c.what;
   }
 }
 

@@ -123,11 +123,11 @@ std::vector<Case> AllCases() {
   add({
       {"ZPP_HPZ_MAX_MB", "0", "0", false},
       {"ZPP_HPZ_MAX_MB", "512", "512", false},
-      {"ZPP_HPZ_MAX_MB", "", "4096", false},
-      {"ZPP_HPZ_MAX_MB", " ", "4096", false},
-      {"ZPP_HPZ_MAX_MB", "-1", "4096", true},
-      {"ZPP_HPZ_MAX_MB", "16777217", "4096", true},
-      {"ZPP_HPZ_MAX_MB", "1G", "4096", true},
+      {"ZPP_HPZ_MAX_MB", "", "1024", false},
+      {"ZPP_HPZ_MAX_MB", " ", "1024", false},
+      {"ZPP_HPZ_MAX_MB", "-1", "1024", true},
+      {"ZPP_HPZ_MAX_MB", "16777217", "1024", true},
+      {"ZPP_HPZ_MAX_MB", "1G", "1024", true},
   });
   add({
       {"ZPP_POOL_MB", "0", "0", false},
@@ -236,7 +236,7 @@ TEST(ConfigTest, UnsetEnvironmentGivesDocumentedDefaults) {
   EXPECT_EQ(c.block, 256);
   EXPECT_EQ(c.min_bytes, 1 << 20);
   EXPECT_EQ(c.fence, 1);
-  EXPECT_EQ(c.hpz_max_mb, 4096);
+  EXPECT_EQ(c.hpz_max_mb, 1024);
   EXPECT_EQ(c.pool_mb, 2048);
   EXPECT_EQ(c.local_size, 0);
   EXPECT_EQ(c.node_id, -1);
