@@ -166,6 +166,8 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   ZPP_CHECK(cuda::DeviceBuffer::Create(out_count * element, &output.memory));
   ZPP_CUDA_CHECK(cudaMemcpy(input.data(), host.data(), in_count * element, cudaMemcpyHostToDevice));
 
+  zppStats_t before{};
+  stats_.Snapshot(&before);
   std::vector<double> times_us;
   for (int call = 0; call < what.warmup + what.iterations; ++call) {
     ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
@@ -218,6 +220,23 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   m.max_abs_err = errors.MaxAbs();
   if (Lossless(plan, what.op)) m.wrong = errors.Wrong();
   m.plan = std::string(plan::PlanKindName(plan.kind));
+  // Launches per call, as the sim counts them (its rows and these compare): a call NCCL runs is
+  // one collective; zpp's plans count theirs in the stats, per path.
+  const double calls = what.warmup + what.iterations;
+  if (zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough) {
+    m.kernel_launches = 0;
+    m.collective_launches = 1;
+  } else {
+    zppStats_t after{};
+    stats_.Snapshot(&after);
+    uint64_t kernels = 0, collectives = 0;
+    for (int path = 0; path < zppNumPaths; ++path) {
+      kernels += after.kernel_launches[path] - before.kernel_launches[path];
+      collectives += after.collective_launches[path] - before.collective_launches[path];
+    }
+    m.kernel_launches = static_cast<double>(kernels) / calls;
+    m.collective_launches = static_cast<double>(collectives) / calls;
+  }
   *out = m;
   return ncclSuccess;
 }
