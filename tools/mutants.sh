@@ -64,6 +64,16 @@ mutant fence-config-switch src/engine/engine.cc \
 # hpZ (src/engine/hpz_cache.cc; the hit's choice of its partition, which verifies it, in
 # kernels/hpz_select_math.h and the sim's src/codec/hpz_select.cc).
 # Every hit sends the planned partition, unverified.
+# hpZ's bounded cache (issue 25, item 7): the bound holds at its edges (a partition that exactly
+# fits stays).
+mutant hpz-bound-edge src/engine/hpz_cache.cc \
+  '  while (!entries_.empty() && kept_bytes() + bytes > max_bytes_) {' \
+  '  while (!entries_.empty() && kept_bytes() + bytes >= max_bytes_) {' \
+  "zpp_sim_tests=Hpz*"
+mutant hpz-bound-partition-edge src/engine/hpz_cache.cc \
+  '    if (entry.lease && entry.lease.size() > max_bytes_) entry.lease = BufferLease();' \
+  '    if (entry.lease && entry.lease.size() >= max_bytes_) entry.lease = BufferLease();' \
+  "zpp_sim_tests=Hpz*"
 mutant hpz-verification kernels/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
   '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \

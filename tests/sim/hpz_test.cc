@@ -396,5 +396,16 @@ TEST(HpzMemoryTest, BoundCountsThePoolsBuffersNotThePartitionBytes) {
   EXPECT_EQ(result.weight_rel_l2, 0.0);
 }
 
+// A partition whose buffer is exactly the bound is kept: the bound is "at most" (issue 25, item 7).
+TEST(HpzMemoryTest, APartitionExactlyTheBoundIsKept) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
+  spec.layer_counts = {4096, 4096, 4096, 4096};
+  spec.hpz_max_bytes = 16384;  // one 16 KiB buffer: the last forward layer's
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 1));
+  EXPECT_EQ(result.hpz_kept_bytes_peak, 16384u);
+}
+
 }  // namespace
 }  // namespace zpp::test
