@@ -4,6 +4,8 @@
 # 2 nodes x 2 (ZPP_LOCAL_SIZE=2). Plain NCCL and each zpp mode in the same run, sizes 8 B to
 # 256 MiB. Writes bench/results/zpp_bench_gpu_<gpu>.{json,md} and the plots; tools/gpu-check.sh
 # runs it. Usage: tools/gpu-bench.sh [BUILD_DIR] [extra zpp-bench flags...]
+#   ZPP_BENCH_MODES  the modes (default: plain NCCL and each technique, zero++)
+#   ZPP_BENCH_NAME   the results' file name (default zpp_bench_gpu)
 set -uo pipefail
 build=$(realpath -m "${1:-build}")
 shift || true
@@ -15,8 +17,10 @@ tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
-json="$results/zpp_bench_gpu_${tag}.json"
-table="$results/zpp_bench_gpu_${tag}.md"
+name=${ZPP_BENCH_NAME:-zpp_bench_gpu}
+modes=${ZPP_BENCH_MODES:-nccl,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++}
+json="$results/${name}_${tag}.json"
+table="$results/${name}_${tag}.md"
 mkdir -p "$results"
 
 pids=()
@@ -26,7 +30,7 @@ for rank in 0 1 2 3; do
   env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 ZPP_POOL_MB=1024 timeout 450 \
     "$build/bin/zpp-bench" --backend nccl --nodes 2 --gpus-per-node 2 --rank "$rank" \
     --dir "$work" -b 8 -e 256M -f 2 -w 2 -n 10 \
-    --modes nccl,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++ --json "$work/out.json" "$@" \
+    --modes "$modes" --json "$work/out.json" "$@" \
     > "$work/rank$rank.log" 2>&1 &
   pids+=($!)
 done
@@ -47,6 +51,6 @@ cp "$work/out.json" "$json"
   cat "$work/rank0.log"
   echo '```'
 } > "$table"
-python3 tools/plot_bench.py "$json" --out "$results/zpp_bench_gpu_${tag}" 2>/dev/null ||
+python3 tools/plot_bench.py "$json" --out "$results/${name}_${tag}" 2>/dev/null ||
   echo "gpu-bench: plots skipped (tools/plot_bench.py failed)"
 echo "gpu-bench: $table, $json"

@@ -17,6 +17,8 @@
 #   deepspeed-own  DeepSpeed's own hpZ and full ZeRO++ (its quantizer ops are built     2 x 250 s
 #                on first use), no zpp: the anchor rows
 #   bench        zpp-bench against plain NCCL (tools/gpu-bench.sh)                     500 s
+#   tune         ZPP_TUNE=auto against plain NCCL and zero++ (zpp-bench mode auto),    500 s
+#                with the agreed figures and the decision table in the log (TUNE)
 #   codec-bench  codec throughput against a device-to-device copy                      300 s
 #
 # DeepSpeed is not in the GPU machine's image: run tools/gpu-wheels.sh here first and carry
@@ -33,7 +35,7 @@ if [[ "${1:-}" == --dry-run ]]; then
   shift
 fi
 all_parts="probe codec codec-mem plugin memcheck racecheck fsdp deepspeed deepspeed-own bench
-  codec-bench"
+  tune codec-bench"
 all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
 build=$(realpath -m "${1:-build}")
@@ -294,6 +296,14 @@ if want bench; then
   section "zpp-bench against plain NCCL"
   if run timeout 500 bash tools/gpu-bench.sh "$build"; then note "- zpp-bench: zpp_bench_gpu_${tag}.md"
   else failures=$((failures + 1)); note "- zpp-bench: FAILED or timed out"; fi
+fi
+
+if want tune; then
+  section "ZPP_TUNE=auto against plain NCCL and zero++"
+  if run env ZPP_BENCH_MODES=nccl,zero++,auto ZPP_BENCH_NAME=zpp_bench_tune_gpu ZPP_DEBUG=INFO \
+      ZPP_DEBUG_SUBSYS=TUNE timeout 500 bash tools/gpu-bench.sh "$build" -b 64K -e 256M -f 4; then
+    note "- zpp-bench auto: zpp_bench_tune_gpu_${tag}.md (the plan column: what auto chose)"
+  else failures=$((failures + 1)); note "- zpp-bench auto: FAILED or timed out"; fi
 fi
 
 if want codec-bench; then

@@ -175,6 +175,24 @@ mutant decision-capture plugin/collective_hooks.cc \
 
 # "Never hangs" (item 6): the sim rendezvous waiting without its deadline; the deadline tests
 # then hang, and their own short timeout shows it.
+# ZPP_TUNE=auto (issue 24): the ranks agree on the slowest figures, a call the table gives NCCL
+# says so ('tuned'), and only the user's techniques are ever chosen.
+mutant tune-agree-slowest src/tune/calibration.cc \
+  ': std::min(slowest[i], theirs[i]);' \
+  ': std::max(slowest[i], theirs[i]);' \
+  "zpp_sim_tests=Tune*"
+mutant tune-agreement-used src/tune/calibration.cc \
+  '  agreed->inter = {slowest[2], slowest[3]};' \
+  '  agreed->inter = mine.inter;' \
+  "zpp_sim_tests=Tune*"
+mutant tune-reason-tuned src/engine/engine.cc \
+  '  if (tuned.kind == plan::PlanKind::kPassThrough) tuned.reason = zppReasonTuned;' \
+  '' \
+  "zpp_sim_tests=Tune*"
+mutant tune-only-user-techniques src/tune/decision_table.cc \
+  '  if (op == plan::CollectiveOp::kReduceScatter) return user.qgz ? kQgz : 0;' \
+  '  if (op == plan::CollectiveOp::kReduceScatter) return kQgz;' \
+  "zpp_unit_tests=DecisionTable*"
 # The sim's world collectives move what they count (each piece crosses each node boundary once):
 # a flat exchange carried twice plain's counted bytes over the testbed's links.
 mutant sim-world-two-level src/sim/sim_backend.h \

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "bench/zpp_bench/bench_types.h"
 #include "step/mode.h"
 
 namespace zpp::bench {
@@ -41,9 +42,10 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
   };
   auto mode_check = [](const std::string& text) {
     plan::Settings settings;
-    return step::ParseMode(text, &settings) == ncclSuccess
+    return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
                ? std::string()
-               : "a mode: nccl, zero++, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by '+'";
+               : "a mode: nccl, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by "
+                 "'+'";
   };
   app.add_option("-b,--minbytes", cli.min_bytes, "smallest size (whole buffer), e.g. 8, 64K")
       ->check(CLI::Validator(size_check, "SIZE"))

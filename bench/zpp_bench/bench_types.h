@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.h"
@@ -14,10 +15,15 @@
 
 namespace zpp::bench {
 
+// zero++'s techniques with ZPP_TUNE=auto: the tuner calibrates each communicator and chooses per
+// call among them and NCCL (the table's "plan" column says what it chose).
+inline constexpr std::string_view kAutoMode = "auto";
+
 struct CollectiveCase {
   plan::CollectiveOp op = plan::CollectiveOp::kAllGather;
   std::string mode;  // step::ModeName of the settings
   plan::Settings settings;
+  bool tune = false;  // mode "auto": zero++'s techniques with ZPP_TUNE=auto choosing per call
   ncclDataType_t dtype = ncclBfloat16;
   uint64_t count = 0;  // elements per rank: sendcount (all-gather), recvcount (reduce-scatter)
   int warmup = 1;

@@ -117,6 +117,7 @@ Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator**
   if (found == zpp_.end()) {
     engine::EngineOptions options = engine::OptionsFrom(GetConfig());
     options.settings = what.settings;
+    options.tune = what.tune;
     options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, as on the sim
     std::unique_ptr<ZppCommunicator> zpp;
     std::string why_not;

@@ -15,8 +15,10 @@
 #include "bench/zpp_bench/bench_inputs.h"
 #include "bench/zpp_bench/error_stats.h"
 #include "codec/element_io.h"
+#include "engine/backend_byte_all_gather.h"
 #include "engine/engine.h"
 #include "sim/sim_backend.h"
+#include "tune/calibration.h"
 
 namespace zpp::bench {
 namespace {}  // namespace
@@ -72,10 +74,18 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
     engine::EngineOptions options;
     options.settings = what.settings;
     options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, never hits (see README)
-    engine::Engine engine(backend, shape, options, stats);
     std::unique_ptr<Stream> stream;
     const bool have_stream = backend.CreateStream(&stream) == ncclSuccess;
     if (!have_stream) ++failures;
+    if (what.tune && have_stream) {
+      // As communicator set-up does with ZPP_TUNE=auto: measure, agree, build the table.
+      BackendByteAllGather exchange(backend, *stream);
+      if (tune::SetUpTuning(backend, *stream, exchange, shape, options.settings, &options.tuning) !=
+          ncclSuccess) {
+        ++failures;
+      }
+    }
+    engine::Engine engine(backend, shape, options, stats);
     for (int call = 0; call < calls; ++call) {
       sync.arrive_and_wait();
       const auto start = std::chrono::steady_clock::now();

@@ -34,15 +34,17 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
     for (plan::CollectiveOp op : options.ops) {
       for (const std::string& mode : options.modes) {
         plan::Settings settings = options.base;
-        ZPP_CHECK(step::ParseMode(mode, &settings));
+        const bool tune = mode == kAutoMode;
+        ZPP_CHECK(step::ParseMode(tune ? "zero++" : mode, &settings));
         if (!ModeApplies(settings, op)) continue;
         for (uint64_t size : SweepSizes(options)) {
           const uint64_t count = size / element / n;
           if (count == 0) continue;
           Row row;
           row.what.op = op;
-          row.what.mode = step::ModeName(settings);
+          row.what.mode = tune ? std::string(kAutoMode) : step::ModeName(settings);
           row.what.settings = settings;
+          row.what.tune = tune;
           row.what.dtype = dtype;
           row.what.count = count;
           row.what.warmup = options.warmup;

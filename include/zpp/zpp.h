@@ -54,7 +54,8 @@ typedef enum {
   zppReasonInvalidArgs = 12,   /* NULL buffers, unknown dtype or op: NCCL reports its error */
   zppReasonPool = 13,          /* its staging does not fit the memory reserved at set-up
                                   (ZPP_POOL_MB), on every rank alike */
-  zppNumReasons = 14
+  zppReasonTuned = 14,         /* ZPP_TUNE=auto: NCCL is faster for this size on these links */
+  zppNumReasons = 15
 } zppPassThroughReason_t;
 
 /* The link a byte crossed. */
@@ -83,6 +84,11 @@ typedef struct {
   /* The most bytes of hpZ secondary partitions kept at once (ZPP_HPZ_MAX_MB bounds it): per
    * communicator, or in the process view the largest any one communicator kept. */
   uint64_t hpz_kept_bytes_peak;
+  /* ZPP_TUNE=auto, per path, over the calls the tuner planned: the cost model's time and the
+   * time the call took (the CPU backend's wall time; 0 on GPUs, where zpp never waits for the
+   * device on the collective path), in microseconds. */
+  uint64_t predicted_us[zppNumPaths];
+  uint64_t measured_us[zppNumPaths];
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -116,6 +117,11 @@ class Backend {
 
   // Host to device, stream-ordered; `src` may be reused as soon as the call returns.
   virtual Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
+  // Set-up only (ZPP_TUNE's calibration, tune/calibration.h), never on the collective path
+  // (contract 6): runs `enqueue`, which enqueues work on `stream`, waits for that work, and gives
+  // the seconds the device spent on it.
+  virtual Result TimeWork(Stream& stream, const std::function<Result()>& enqueue,
+                          double* seconds) = 0;
   // Blocks the host until `event`'s latest record has run, then copies device to host. zpp
   // calls it once per step epoch, on an event recorded a whole epoch earlier (hpZ agreement).
   virtual Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) = 0;

@@ -14,6 +14,8 @@ std::string Allowed(const EnvSpec& spec) {
       return "4, 8";
     case Kind::kLevel:
       return "NONE, WARN, INFO, TRACE";
+    case Kind::kTune:
+      return "off, auto";
     case Kind::kSubsys:
       return "see meaning";
     case Kind::kToken:

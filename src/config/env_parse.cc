@@ -116,6 +116,11 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
       if (auto level = log::ParseLevel(s)) return static_cast<int64_t>(*level);
       *why = "is not a level (NONE, WARN, INFO, TRACE)";
       return std::nullopt;
+    case Kind::kTune:
+      if (text::EqualsIgnoreCase(s, "off")) return 0;
+      if (text::EqualsIgnoreCase(s, "auto")) return 1;
+      *why = "is not off or auto";
+      return std::nullopt;
     case Kind::kSubsys:
       if (auto mask = log::ParseSubsysList(s)) return *mask == log::kAll ? -1 : int64_t{*mask};
       *why = "names an unknown subsystem";
@@ -223,10 +228,11 @@ std::string Config::ValueText(std::string_view name) const {
     if (spec.kind == config::Kind::kLevel) {
       return std::string(log::LevelName(static_cast<log::Level>(value)));
     }
+    if (spec.kind == config::Kind::kTune) return value != 0 ? "auto" : "off";
     if (spec.kind == config::Kind::kSubsys) {
       if (value == -1) return "ALL";
       std::string names;
-      for (uint32_t bit = 1; bit <= log::kBench; bit <<= 1) {
+      for (uint32_t bit = 1; bit <= log::kTune; bit <<= 1) {
         if ((static_cast<uint32_t>(value) & bit) == 0) continue;
         if (!names.empty()) names += ',';
         names += log::SubsysName(static_cast<log::Subsys>(bit));

@@ -39,6 +39,8 @@ std::string_view KindName(Kind kind) {
       return "bytes (K, M, G suffix)";
     case Kind::kLevel:
       return "level";
+    case Kind::kTune:
+      return "off or auto";
     case Kind::kSubsys:
       return "subsystem list";
     case Kind::kPath:

@@ -14,6 +14,7 @@ enum class Kind {
   kPow2,         // power of two within [min, max]
   kBytes,        // integer with an optional K, M or G suffix (powers of 1024), within [min, max]
   kLevel,        // NONE, WARN, INFO, TRACE (any case), stored 0..3
+  kTune,         // OFF or AUTO (any case), stored 0 or 1
   kSubsys,       // comma-separated subsystem names, ^ prefix negates, stored as a mask
   kPath,         // any text; whether it can be opened is checked where it is used
   kToken,        // [A-Za-z0-9._:-]{1,64}

@@ -13,6 +13,7 @@
 #include "topology/discovery.h"
 #include "topology/plan_shape.h"
 #include "transport/ucp_transport.h"
+#include "tune/calibration.h"
 
 namespace zpp::cpu {
 namespace {
@@ -95,7 +96,14 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
         (options.settings.hpz || options.settings.qgz))) {
     shape.rack_level_allowed = false;
   }
+  if (options.tune && shape.config_agreed) {
+    BackendByteAllGather exchange(*backend_, *stream_);
+    ZPP_CHECK(
+        tune::SetUpTuning(*backend_, *stream_, exchange, shape, options.settings, &options.tuning));
+    ZPP_CHECK(backend_->AsyncError());
+  }
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
+  tuned_ = options.tuning != nullptr;
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
   return ncclSuccess;
@@ -122,18 +130,34 @@ Result CpuComm::Counted(Body&& body) {
   return result;
 }
 
+template <typename Body>
+Result CpuComm::Timed(plan::CollectiveOp op, Body&& body) {
+  plan::Plan ran;
+  const auto start = std::chrono::steady_clock::now();
+  const Result result = Counted([&] { return body(&ran); });
+  if (tuned_) {
+    // The tuner's model against the wall time of the call (which Counted waited for).
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    stats_.AddMeasuredUs(engine::PathOf(ran, op), static_cast<uint64_t>(us + 0.5));
+  }
+  return result;
+}
+
 Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
-  return Counted([&] { return engine_->AllGather(args, *stream_); });
+  return Timed(plan::CollectiveOp::kAllGather,
+               [&](plan::Plan* ran) { return engine_->AllGather(args, *stream_, ran); });
 }
 
 Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
-  return Counted([&] { return engine_->ReduceScatter(args, *stream_); });
+  return Timed(plan::CollectiveOp::kReduceScatter,
+               [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
 }
 
 Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {

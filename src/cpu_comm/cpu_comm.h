@@ -80,6 +80,9 @@ class CpuComm {
   Result Finish(Result launched);  // waits for the stream, reports the first failure
   template <typename Body>
   Result Counted(Body&& body);
+  // Counted, and with ZPP_TUNE=auto the call's wall time into the stats beside the model's.
+  template <typename Body>
+  Result Timed(plan::CollectiveOp op, Body&& body);
 
   const int rank_;
   const int size_;
@@ -92,6 +95,7 @@ class CpuComm {
   topology::Topology topology_;
   std::string config_difference_;
   StatsCounters stats_;
+  bool tuned_ = false;        // ZPP_TUNE=auto calibrated this communicator
   mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
 };
 

@@ -18,6 +18,7 @@
 #include "topology/discovery.h"
 #include "topology/hwloc_picture.h"
 #include "topology/plan_shape.h"
+#include "tune/calibration.h"
 
 namespace zpp {
 namespace {
@@ -219,7 +220,12 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
       engine::StagingReservationBytes(options.settings, shape, options.pool_bytes);
   std::unique_ptr<BufferPool> pool;
   ZPP_CHECK(engine::ReserveStagingPool(*backend, exchange, reserve, options.fence_enabled, &pool));
-  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, options, stats,
+  engine::EngineOptions tuned = options;
+  if (options.tune && shape.config_agreed) {
+    ZPP_CHECK(tune::SetUpTuning(*backend, backend->internal_stream(), exchange, shape,
+                                options.settings, &tuned.tuning));
+  }
+  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, tuned, stats,
                                                std::move(pool));
   why_not->clear();
   return ncclSuccess;

@@ -103,6 +103,28 @@ void CudaNcclBackend::AbortSubCommunicators() {
   }
 }
 
+Result CudaNcclBackend::TimeWork(Stream& stream, const std::function<Result()>& enqueue,
+                                 double* seconds) {
+  // Timing events of its own (the pool's disable timing); freed on every path.
+  struct TimingEvents {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~TimingEvents() {
+      if (start != nullptr) cudaEventDestroy(start);
+      if (stop != nullptr) cudaEventDestroy(stop);
+    }
+  } events;
+  ZPP_CUDA_CHECK(cudaEventCreate(&events.start));
+  ZPP_CUDA_CHECK(cudaEventCreate(&events.stop));
+  ZPP_CUDA_CHECK(cudaEventRecord(events.start, HandleOf(stream)));
+  ZPP_CHECK(enqueue());
+  ZPP_CUDA_CHECK(cudaEventRecord(events.stop, HandleOf(stream)));
+  ZPP_CUDA_CHECK(cudaEventSynchronize(events.stop));  // set-up only
+  float ms = 0;
+  ZPP_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+  *seconds = ms / 1000.0;
+  return ncclSuccess;
+}
+
 Result CudaNcclBackend::SubCommunicatorError() const {
   std::lock_guard<std::mutex> lock(abort_mutex_);
   if (aborted_ || nccl_.CommGetAsyncError == nullptr) return ncclSuccess;

@@ -32,6 +32,7 @@ class CudaNcclBackend final : public Backend {
   Result SplitSubCommunicators(const topology::Topology& topology, bool rack_level);
   // The parent is being aborted: abort the sub-communicators instead of destroying them.
   void AbortSubCommunicators();
+  Result TimeWork(Stream& stream, const std::function<Result()>& enqueue, double* seconds) override;
   // The first error an owned sub-communicator reports, ncclSuccess when none (or once aborted:
   // NCCL may have freed them).
   Result SubCommunicatorError() const;

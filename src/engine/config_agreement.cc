@@ -17,7 +17,7 @@ struct Agreed {
   const char* name;
   int64_t Config::*value;
 };
-constexpr std::array<Agreed, 12> kAgreed = {{
+constexpr std::array<Agreed, 13> kAgreed = {{
     {"ZPP_QWZ", &Config::qwz},
     {"ZPP_QWZ_BITS", &Config::qwz_bits},
     {"ZPP_QWZ_ROTATE", &Config::qwz_rotate},
@@ -30,6 +30,7 @@ constexpr std::array<Agreed, 12> kAgreed = {{
     {"ZPP_FENCE", &Config::fence},
     {"ZPP_HPZ_MAX_MB", &Config::hpz_max_mb},
     {"ZPP_POOL_MB", &Config::pool_mb},  // the pool refuses alike on every rank only if equal
+    {"ZPP_TUNE", &Config::tune},        // every rank tunes, or none
 }};
 
 }  // namespace

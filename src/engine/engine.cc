@@ -16,6 +16,7 @@ EngineOptions OptionsFrom(const Config& config) {
   options.fence_enabled = config.fence != 0;
   options.hpz_max_bytes = static_cast<uint64_t>(config.hpz_max_mb) << 20;
   options.pool_bytes = static_cast<uint64_t>(config.pool_mb) << 20;
+  options.tune = config.tune != 0;
   return options;
 }
 
@@ -24,6 +25,7 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
     : backend_(backend),
       shape_(shape),
       settings_(options.settings),
+      tuning_(options.tuning),
       pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
   if (settings_.hpz && shape_.hierarchical_allowed) {
@@ -33,8 +35,6 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   }
 }
 
-namespace {
-
 zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;
   const bool gather = op == plan::CollectiveOp::kAllGather;
@@ -42,6 +42,8 @@ zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
                             plan.kind == plan::PlanKind::kHpzHitAllGather;
   return gather ? (hierarchical ? zppPathHpz : zppPathQwz) : zppPathQgz;
 }
+
+namespace {
 
 // What a call whose staging the pool refused runs instead: NCCL's collective, as planned for it.
 plan::Plan PoolPassThrough(const plan::Plan& planned) {
@@ -54,12 +56,18 @@ plan::Plan PoolPassThrough(const plan::Plan& planned) {
 
 }  // namespace
 
-void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op) {
+void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call) {
+  const zppPath_t path = PathOf(plan, call.op);
+  if (tuning_) {
+    // What the tuner's model expected of the plan that ran, beside what the caller measures.
+    const double us = costmodel::TimeOf(plan, call, tuning_->model).total_us();
+    stats_.AddPredictedUs(path, static_cast<uint64_t>(us + 0.5));
+  }
   if (plan.kind == plan::PlanKind::kPassThrough) {
     stats_.AddPassThrough(plan.reason, input_bytes);
     return;
   }
-  stats_.AddCall(PathOf(plan, op), input_bytes);
+  stats_.AddCall(path, input_bytes);
 }
 
 bool Engine::FellShort(Result result, const LaunchCounts& before) {
@@ -90,8 +98,17 @@ void Engine::CountLaunches(const plan::Plan& plan, plan::CollectiveOp op,
                      after.collectives - before.collectives);
 }
 
+plan::Settings Engine::SettingsFor(const plan::Call& call) const {
+  return tuning_ ? tuning_->table.SettingsFor(call) : settings_;
+}
+
 plan::Plan Engine::Decide(const plan::Call& call) const {
-  return plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+  const plan::Plan planned = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
+  // ZPP_MIN_BYTES and every other reason first: the tuner only chooses among plans that run.
+  if (!tuning_ || planned.kind == plan::PlanKind::kPassThrough) return planned;
+  plan::Plan tuned = plan::MakePlan(call, shape_, SettingsFor(call), plan::HpzState{});
+  if (tuned.kind == plan::PlanKind::kPassThrough) tuned.reason = zppReasonTuned;
+  return tuned;
 }
 
 Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen) {
@@ -122,7 +139,7 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
     // call through.
     planned_from = backend_.launches();
     if (result == ncclSuccess)
-      result = hpz_->AllGather(context, &ran, call, shape_, settings_, args);
+      result = hpz_->AllGather(context, &ran, call, shape_, SettingsFor(call), args);
   } else {
     result = RunAllGather(plan, args, stream);
   }
@@ -131,7 +148,7 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
     result = RunAllGather(ran, args, stream);
   }
   if (chosen != nullptr) *chosen = ran;
-  Count(ran, bytes, call.op);
+  Count(ran, bytes, call);
   CountLaunches(ran, call.op, before);
   return result;
 }
@@ -155,7 +172,7 @@ Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& ar
                                           stream);
   }
   if (chosen != nullptr) *chosen = ran;
-  Count(ran, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call.op);
+  Count(ran, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call);
   CountLaunches(ran, call.op, before);
   return result;
 }

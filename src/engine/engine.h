@@ -13,6 +13,7 @@
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
 #include "stats/stats.h"
+#include "tune/decision_table.h"
 
 namespace zpp {
 struct Config;
@@ -27,7 +28,14 @@ struct EngineOptions {
   uint64_t pool_bytes = uint64_t{2} << 30;     // ZPP_POOL_MB: what set-up reserves
   // The step epoch; by default the process's (zppStepEpochAdvance).
   std::function<uint64_t()> epoch;
+  bool tune = false;  // ZPP_TUNE=auto: set-up calibrates and fills `tuning`
+  // ZPP_TUNE=auto: the agreed figures and the decision table built from them at set-up; null:
+  // every eligible call takes its plan (the static rule).
+  std::shared_ptr<const tune::Tuning> tuning;
 };
+
+// The stats' path of a plan that ran.
+zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op);
 
 // The options the process configuration gives (ZPP_QWZ..., ZPP_FENCE, ZPP_HPZ_MAX_MB,
 // ZPP_POOL_MB).
@@ -63,16 +71,19 @@ class Engine {
  private:
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
   Result RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream);
-  void Count(const plan::Plan& plan, uint64_t input_bytes, plan::CollectiveOp op);
+  void Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call);
   // Whether a run that returned `result` failed only because the bounded pool refused a buffer
   // before any collective was enqueued (since `before`): then it passes through.
   bool FellShort(Result result, const LaunchCounts& before);
   // What the plan's run enqueued since `before`, into its path's launch counts.
+  // The settings a call runs with: the user's, less what the tuner left out for its size.
+  plan::Settings SettingsFor(const plan::Call& call) const;
   void CountLaunches(const plan::Plan& plan, plan::CollectiveOp op, const LaunchCounts& before);
 
   Backend& backend_;
   const plan::Shape shape_;
   const plan::Settings settings_;
+  std::shared_ptr<const tune::Tuning> tuning_;
   std::unique_ptr<BufferPool> pool_;
   StatsCounters& stats_;
   bool warned_short_ = false;

@@ -9,7 +9,7 @@
 namespace zpp::log {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, Subsys>, 11> kSubsysNames = {{
+constexpr std::array<std::pair<std::string_view, Subsys>, 12> kSubsysNames = {{
     {"INIT", kInit},
     {"ENV", kEnv},
     {"TOPO", kTopo},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<std::string_view, Subsys>, 11> kSubsysNames = {{
     {"PLUGIN", kPlugin},
     {"STATS", kStats},
     {"BENCH", kBench},
+    {"TUNE", kTune},
     {"ALL", kAll},
 }};
 

@@ -20,6 +20,7 @@ enum Subsys : uint32_t {
   kPlugin = 1u << 7,
   kStats = 1u << 8,
   kBench = 1u << 9,
+  kTune = 1u << 10,
   kAll = 0xffffffffu,
 };
 

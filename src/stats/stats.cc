@@ -41,6 +41,16 @@ void StatsCounters::AddLaunches(zppPath_t path, uint64_t kernels, uint64_t colle
   if (parent_ != nullptr) parent_->AddLaunches(path, kernels, collectives);
 }
 
+void StatsCounters::AddPredictedUs(zppPath_t path, uint64_t us) {
+  predicted_us_[path].fetch_add(us, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddPredictedUs(path, us);
+}
+
+void StatsCounters::AddMeasuredUs(zppPath_t path, uint64_t us) {
+  measured_us_[path].fetch_add(us, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddMeasuredUs(path, us);
+}
+
 void StatsCounters::NoteHpzKeptBytes(uint64_t bytes) {
   uint64_t peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
   while (bytes > peak &&
@@ -55,6 +65,8 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
     out->input_bytes[i] = input_bytes_[i].load(std::memory_order_relaxed);
     out->kernel_launches[i] = kernel_launches_[i].load(std::memory_order_relaxed);
     out->collective_launches[i] = collective_launches_[i].load(std::memory_order_relaxed);
+    out->predicted_us[i] = predicted_us_[i].load(std::memory_order_relaxed);
+    out->measured_us[i] = measured_us_[i].load(std::memory_order_relaxed);
   }
   for (int i = 0; i < zppNumReasons; ++i) {
     out->passthrough[i] = passthrough_[i].load(std::memory_order_relaxed);
@@ -104,6 +116,8 @@ const char* PassThroughReasonName(int reason) {
       return "invalid-args";
     case zppReasonPool:
       return "pool";
+    case zppReasonTuned:
+      return "tuned";
     default:
       break;
   }

@@ -24,6 +24,9 @@ class StatsCounters {
   void AddHpzVerifyFailures(uint64_t n);
   // Kernels and collectives a plan of `path` enqueued.
   void AddLaunches(zppPath_t path, uint64_t kernels, uint64_t collectives);
+  // ZPP_TUNE's check of its model: a tuned call's predicted and measured microseconds.
+  void AddPredictedUs(zppPath_t path, uint64_t us);
+  void AddMeasuredUs(zppPath_t path, uint64_t us);
   // hpZ's kept secondary partitions now hold `bytes`; the peak is kept.
   void NoteHpzKeptBytes(uint64_t bytes);
 
@@ -41,6 +44,8 @@ class StatsCounters {
   std::array<std::atomic<uint64_t>, zppNumPaths> kernel_launches_{};
   std::array<std::atomic<uint64_t>, zppNumPaths> collective_launches_{};
   std::atomic<uint64_t> hpz_kept_bytes_peak_{0};
+  std::array<std::atomic<uint64_t>, zppNumPaths> predicted_us_{};
+  std::array<std::atomic<uint64_t>, zppNumPaths> measured_us_{};
   StatsCounters* const parent_;
 };
 

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
 PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "deepspeed",
-         "deepspeed-own", "bench", "codec-bench"]
+         "deepspeed-own", "bench", "tune", "codec-bench"]
 
 
 def dry_run(*args, cwd=SOURCE):

@@ -7,7 +7,7 @@ class Stats(ctypes.Structure):
     _fields_ = [
         ("calls", ctypes.c_uint64 * 4),
         ("input_bytes", ctypes.c_uint64 * 4),
-        ("passthrough", ctypes.c_uint64 * 14),
+        ("passthrough", ctypes.c_uint64 * 15),
         ("sent_bytes", ctypes.c_uint64 * 3),
         ("hpz_hits", ctypes.c_uint64),
         ("hpz_misses", ctypes.c_uint64),
@@ -16,6 +16,8 @@ class Stats(ctypes.Structure):
         ("kernel_launches", ctypes.c_uint64 * 4),
         ("collective_launches", ctypes.c_uint64 * 4),
         ("hpz_kept_bytes_peak", ctypes.c_uint64),
+        ("predicted_us", ctypes.c_uint64 * 4),
+        ("measured_us", ctypes.c_uint64 * 4),
     ]
 
     def as_dict(self, reason_names):
@@ -34,6 +36,8 @@ class Stats(ctypes.Structure):
             "kernel_launches": dict(zip(paths, self.kernel_launches)),
             "collective_launches": dict(zip(paths, self.collective_launches)),
             "hpz_kept_bytes_peak": self.hpz_kept_bytes_peak,
+            "predicted_us": dict(zip(paths, self.predicted_us)),
+            "measured_us": dict(zip(paths, self.measured_us)),
         }
 
 

@@ -1,0 +1,136 @@
+// ZPP_TUNE=auto across ranks (tune/calibration.h): ranks that measured different figures still
+// build the same table from the slowest of each; the whole set-up on a simulated cluster gives
+// every rank the same decisions; and a call the table sends to NCCL counts under 'tuned'.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/backend_byte_all_gather.h"
+#include "engine/engine.h"
+#include "engine_harness.h"
+#include "sim/sim_backend.h"
+#include "tune/calibration.h"
+
+namespace zpp::tune {
+namespace {
+
+const plan::Shape kShape = sim::ShapeOf(sim::ClusterLayout::Uniform(2, 2));
+
+// Rank r measured a link r+1 times slower than the fastest, and codecs likewise.
+costmodel::ClusterModel Measured(int rank) {
+  costmodel::ClusterModel m =
+      costmodel::DefaultModel(2, 2, 2400.0 / (rank + 1), 100.0 / (rank + 1));
+  m.intra.latency_us = 2 + rank;
+  m.inter.latency_us = 5 + rank;
+  m.kernels = {100.0 / (rank + 1), 200.0 / (rank + 1), 300.0 / (rank + 1), 400.0 / (rank + 1)};
+  return m;
+}
+
+TEST(TuneAgreementTest, RanksThatMeasuredDifferentlyDecideAlike) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  const int ranks = world.world_size();
+  std::vector<costmodel::ClusterModel> agreed(ranks);
+  std::vector<std::string> tables(ranks);
+  world.RunRanks([&](sim::SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    BackendByteAllGather exchange(backend, *stream);
+    bool all_measured = false;
+    const int r = backend.rank();
+    ASSERT_EQ(AgreeOnFigures(exchange, Measured(r), true, &agreed[r], &all_measured), ncclSuccess);
+    EXPECT_TRUE(all_measured);
+    plan::Settings s = test::TechniquesOn(true, true, true);
+    tables[r] = DecisionTable::Build(agreed[r], kShape, s).Describe();
+  });
+  // The slowest of every figure: rank 3's bandwidths and throughputs, its latencies.
+  const costmodel::ClusterModel slowest = Measured(ranks - 1);
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(agreed[r].inter.gbps, slowest.inter.gbps) << "rank " << r;
+    EXPECT_EQ(agreed[r].intra.gbps, slowest.intra.gbps) << "rank " << r;
+    EXPECT_EQ(agreed[r].inter.latency_us, slowest.inter.latency_us) << "rank " << r;
+    EXPECT_EQ(agreed[r].intra.latency_us, slowest.intra.latency_us) << "rank " << r;
+    EXPECT_EQ(agreed[r].kernels.quantize_gbps, slowest.kernels.quantize_gbps) << "rank " << r;
+    EXPECT_EQ(agreed[r].kernels.copy_gbps, slowest.kernels.copy_gbps) << "rank " << r;
+    EXPECT_EQ(tables[r], tables[0]) << "rank " << r;
+  }
+}
+
+TEST(TuneAgreementTest, ARankThatCouldNotMeasureKeepsEveryRankOnTheStaticRule) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  std::vector<int> all_measured(world.world_size(), -1);
+  world.RunRanks([&](sim::SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    BackendByteAllGather exchange(backend, *stream);
+    costmodel::ClusterModel agreed;
+    bool all = true;
+    const int r = backend.rank();
+    ASSERT_EQ(AgreeOnFigures(exchange, Measured(r), r != 2, &agreed, &all), ncclSuccess);
+    all_measured[r] = all;
+  });
+  EXPECT_EQ(all_measured, std::vector<int>(4, 0));
+}
+
+// The whole set-up, measured on the simulated cluster: every rank gets a table, the same one.
+TEST(TuneSetUpTest, EveryRankCalibratesAndBuildsTheSameTable) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  std::vector<std::string> tables(world.world_size());
+  world.RunRanks([&](sim::SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    BackendByteAllGather exchange(backend, *stream);
+    std::shared_ptr<const Tuning> tuning;
+    ASSERT_EQ(SetUpTuning(backend, *stream, exchange, kShape, test::TechniquesOn(true, true, true),
+                          &tuning),
+              ncclSuccess);
+    ASSERT_NE(tuning, nullptr);
+    EXPECT_GT(tuning->model.inter.gbps, 0);
+    EXPECT_GT(tuning->model.intra.gbps, 0);
+    EXPECT_GT(tuning->model.kernels.quantize_gbps, 0);
+    tables[backend.rank()] = tuning->table.Describe();
+  });
+  for (const std::string& table : tables) EXPECT_EQ(table, tables[0]);
+}
+
+// A call the table gives to NCCL is a pass-through with reason 'tuned'; the model's time is kept.
+TEST(TuneEngineTest, ACallTheTableSendsToNcclCountsAsTuned) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  // Links far faster than the codecs: NCCL for everything.
+  auto tuning = std::make_shared<Tuning>();
+  tuning->model = costmodel::DefaultModel(2, 2, 1e6, 1e6);
+  tuning->model.kernels = {0.001, 0.001, 0.001, 0.001};
+  const plan::Settings settings = test::TechniquesOn(true, true, true);
+  tuning->table = DecisionTable::Build(tuning->model, kShape, settings);
+  std::vector<zppStats_t> stats(world.world_size());
+  world.RunRanks([&](sim::SimBackend& backend) {
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    StatsCounters counters;
+    engine::EngineOptions options;
+    options.settings = settings;
+    options.epoch = [] { return uint64_t{0}; };
+    options.tuning = tuning;
+    engine::Engine engine(backend, kShape, options, counters);
+    constexpr size_t kCount = 1 << 16;
+    std::vector<float> send(kCount * 4, 1.0f), recv(kCount * 4);
+    ASSERT_EQ(engine.AllGather({send.data(), recv.data(), kCount, ncclFloat32}, *stream),
+              ncclSuccess);
+    ASSERT_EQ(engine.ReduceScatter({send.data(), recv.data(), kCount, ncclFloat32,
+                                    plan::Reduction::kSum, 1.0f, nullptr},
+                                   *stream),
+              ncclSuccess);
+    backend.Synchronize(*stream);
+    counters.Snapshot(&stats[backend.rank()]);
+  });
+  for (const zppStats_t& s : stats) {
+    EXPECT_EQ(s.passthrough[zppReasonTuned], 2u);
+    EXPECT_EQ(s.calls[zppPathQwz] + s.calls[zppPathHpz] + s.calls[zppPathQgz], 0u);
+    EXPECT_GT(s.predicted_us[zppPathPassThrough], 0u);
+  }
+}
+
+}  // namespace
+}  // namespace zpp::tune
