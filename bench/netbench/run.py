@@ -43,7 +43,9 @@ import run as convergence  # noqa: E402 (bench/convergence/run.py: modes, script
 
 NETBED = os.path.join(ROOT, "tools", "netbed")
 MODES = dict(convergence.MODES)
-MODES["auto"] = (["--preset", "zero++"], {"ZPP_TUNE": "auto"})
+# The tuner logs its agreed figures and decision table (subsystem TUNE): kept in the summary.
+MODES["auto"] = (["--preset", "zero++"],
+                 {"ZPP_TUNE": "auto", "ZPP_DEBUG": "INFO", "ZPP_DEBUG_SUBSYS": "TUNE"})
 ALL_MODES = ["gloo", "plain", "zero++", "int4", "auto"]
 RATES = [50, 200, 1000, 10000]
 FIRST_TIMED_STEP = 5  # steps before it warm up (hpZ reuse starts at the third or fourth)
@@ -169,6 +171,8 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
         "wire_bytes_total": links["payload_bytes"]["up"],
         "inter_node_bytes_per_step": None, "counted_bytes_total": None, "plans": None,
     }
+    if mode == "auto":
+        entry["tuner"] = tuner_lines(directory)
     if mode != "gloo":
         steady, total, summed = step_stats(directory, nodes * ranks_per_node, FIRST_TIMED_STEP,
                                            len(rows) - 1)
@@ -180,6 +184,17 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
         per_step = entry["inter_node_bytes_per_step"] or entry["wire_bytes_per_step"]
         entry["floor_comm_s"] = per_step / nodes * 8 / (rate * 1e6)
     return entry
+
+
+def tuner_lines(directory):
+    """Rank 0's TUNE lines: the agreed figures and the decision table (the first communicator)."""
+    found = {}
+    with open(os.path.join(directory, "node0.log"), errors="replace") as log:
+        for line in log:
+            for key, marker in (("figures", "ZPP INFO calibrated"), ("table", "ZPP INFO decision")):
+                if marker in line and key not in found:
+                    found[key] = line.split("ZPP INFO ", 1)[1].strip()
+    return found
 
 
 def describe(entry):
