@@ -81,8 +81,8 @@ STEADY_FROM = {"fsdp2": 2, "deepspeed": 3}
 # (src/engine/hpz_cache.h). DeepSpeed's hpZ agrees on nothing (the reason its reuse could go
 # stale unseen), so against ds-hpz zpp's hpz may move these bytes more and no others.
 AGREEMENT_RECORD_BYTES = 16
-ZPP_VARIABLES = ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTRA", "ZPP_TUNE",
-                 "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS")
+ZPP_VARIABLES = ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTRA",
+                 "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS", "ZPP_TUNE")
 
 
 def parse(argv):
