@@ -193,6 +193,14 @@ mutant tune-only-user-techniques src/tune/decision_table.cc \
   '  if (op == plan::CollectiveOp::kReduceScatter) return user.qgz ? kQgz : 0;' \
   '  if (op == plan::CollectiveOp::kReduceScatter) return kQgz;' \
   "zpp_unit_tests=DecisionTable*"
+mutant tune-drift-epochs-in-a-row src/tune/drift_watch.cc \
+  '  drifting_ = off ? drifting_ + 1 : 0;' \
+  '  drifting_ = off ? drifting_ + 1 : drifting_;' \
+  "zpp_unit_tests=DriftWatch*"
+mutant tune-drift-backoff src/tune/drift_watch.cc \
+  '  required_ = decisions_changed ? kDriftEpochs : std::min(2 * required_, kMostDriftEpochs);' \
+  '  required_ = kDriftEpochs;' \
+  "zpp_unit_tests=DriftWatch*"
 # The sim's world collectives move what they count (each piece crosses each node boundary once):
 # a flat exchange carried twice plain's counted bytes over the testbed's links.
 mutant sim-world-two-level src/sim/sim_backend.h \

@@ -125,16 +125,28 @@ def run_one(args, framework, mode, rate, nodes, ranks_per_node):
     done = subprocess.run(bed + command, env=env, check=False, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     wall = time.monotonic() - started
-    if done.returncode != 0:
+    rows = []
+    if os.path.exists(os.path.join(directory, "loss.csv")):
+        with open(os.path.join(directory, "loss.csv")) as source:
+            rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
+                    for r in csv.DictReader(source)]
+    stats_whole = mode == "gloo" or all(
+        os.path.exists(os.path.join(directory, "stats", f"stats{r}.json"))
+        for r in range(nodes * ranks_per_node))
+    if done.returncode != 0 and not (len(rows) == args.steps and stats_whole):
         raise SystemExit(f"netbench: {framework} {mode} at {name} failed (exit "
                          f"{done.returncode}): {done.stdout.strip()[-500:]}; logs in {directory}")
-    with open(os.path.join(directory, "loss.csv")) as source:
-        rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
-                for r in csv.DictReader(source)]
+    if done.returncode != 0:
+        # Every step ran and every rank wrote its results; a process failed at exit (gloo's
+        # teardown has been seen to abort: "terminate called without an active exception").
+        print(f"netbench: {framework} {mode} at {name}: every step ran, but a process failed at "
+              f"exit ({done.returncode}); kept, see {directory}", flush=True)
     with open(counters) as source:
         links = json.load(source)
-    return summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, rows, links,
-                     wall)
+    entry = summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, rows, links,
+                      wall)
+    entry["exit_code"] = done.returncode
+    return entry
 
 
 def step_stats(directory, ranks, first, last):

@@ -104,6 +104,7 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
   }
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
   tuned_ = options.tuning != nullptr;
+  watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
   return ncclSuccess;
@@ -130,8 +131,41 @@ Result CpuComm::Counted(Body&& body) {
   return result;
 }
 
+Result CpuComm::WatchDrift() {
+  const uint64_t epoch = epoch_();
+  if (epoch == watched_epoch_) return ncclSuccess;
+  watched_epoch_ = epoch;
+  zppStats_t stats{};
+  stats_.Snapshot(&stats);
+  uint64_t predicted = 0, measured = 0;
+  for (int path = 0; path < zppNumPaths; ++path) {
+    predicted += stats.predicted_us[path];
+    measured += stats.measured_us[path];
+  }
+  // Every rank is here at the same call: the first after the same optimizer step.
+  const double mine = drift_.Ratio(predicted, measured);
+  std::vector<double> ratios(static_cast<size_t>(size_));
+  BackendByteAllGather exchange(*backend_, *stream_);
+  ZPP_CHECK(exchange.AllGather(std::as_bytes(std::span(&mine, 1)),
+                               std::as_writable_bytes(std::span(ratios))));
+  const double agreed = tune::DriftWatch::Agree(ratios);
+  if (!drift_.Observe(agreed)) return ncclSuccess;
+  std::shared_ptr<const tune::Tuning> tuning;
+  ZPP_CHECK(tune::SetUpTuning(*backend_, *stream_, exchange, engine_->shape(),
+                              engine::OptionsFrom(GetConfig()).settings, &tuning));
+  // The same agreed figures on every rank, so the same answer.
+  drift_.Recalibrated(tuning == nullptr || engine_->tuning() == nullptr ||
+                      tuning->table.Describe() != engine_->tuning()->table.Describe());
+  ZPP_INFO(kTune, "measured calls took %.2fx the model's time for %d step epochs: recalibrated%s",
+           agreed, tune::kDriftEpochs, tuning ? "" : " (failed: the static rule decides now)");
+  tuned_ = tuning != nullptr;
+  engine_->SetTuning(std::move(tuning));
+  return ncclSuccess;
+}
+
 template <typename Body>
 Result CpuComm::Timed(plan::CollectiveOp op, Body&& body) {
+  if (tuned_) ZPP_CHECK(WatchDrift());
   plan::Plan ran;
   const auto start = std::chrono::steady_clock::now();
   const Result result = Counted([&] { return body(&ran); });

@@ -23,6 +23,7 @@
 #include "stats/stats.h"
 #include "topology/topology.h"
 #include "transport/bootstrap.h"
+#include "tune/drift_watch.h"
 #include "zpp/zpp.h"
 
 namespace zpp {
@@ -95,7 +96,12 @@ class CpuComm {
   topology::Topology topology_;
   std::string config_difference_;
   StatsCounters stats_;
-  bool tuned_ = false;        // ZPP_TUNE=auto calibrated this communicator
+  // ZPP_TUNE=auto: at the first call of each step epoch, the ranks compare the model with the
+  // measured times and recalibrate together when it drifted (tune/drift_watch.h).
+  Result WatchDrift();
+  bool tuned_ = false;  // ZPP_TUNE=auto calibrated this communicator
+  uint64_t watched_epoch_ = 0;
+  tune::DriftWatch drift_;
   mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
 };
 

@@ -61,6 +61,9 @@ class Engine {
                        plan::Plan* chosen = nullptr);
 
   const plan::Shape& shape() const { return shape_; }
+  // ZPP_TUNE=auto recalibrated (at an epoch advance, on every rank at the same call).
+  void SetTuning(std::shared_ptr<const tune::Tuning> tuning) { tuning_ = std::move(tuning); }
+  const tune::Tuning* tuning() const { return tuning_.get(); }
   BufferPool& pool() { return *pool_; }
   const HpzCache* hpz() const { return hpz_.get(); }
   // Reports errors the device counted since the last call (each call also does).
