@@ -147,6 +147,15 @@ void SimBackend::CountRing(const Group& g, uint64_t piece_bytes) {
                    (g.members.size() - 1 - other_nodes.size()) * piece_bytes);
 }
 
+TwoLevelCall SimBackend::TwoLevelCallNow() {
+  // Both levels' sequences are taken when the call is enqueued, as every collective's is.
+  TwoLevelCall call{
+      &two_level_, rank_, ViewOf(GroupKind::kInterNode), 0, ViewOf(GroupKind::kIntraNode), 0};
+  call.inter_sequence = sequences_.collectives[static_cast<int>(GroupKind::kInterNode)]++;
+  call.intra_sequence = sequences_.collectives[static_cast<int>(GroupKind::kIntraNode)]++;
+  return call;
+}
+
 transport::GroupView SimBackend::ViewOf(GroupKind kind) const {
   const Group& g = group(kind);
   return {kind, g.members, g.my_index};
@@ -175,15 +184,9 @@ Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKi
   CountRing(group(kind), bytes);
   transport::Transport& transport = world_.transport();
   if (TwoLevel(kind)) {
-    const uint64_t inter = sequences_.collectives[static_cast<int>(GroupKind::kInterNode)]++;
-    const uint64_t intra = sequences_.collectives[static_cast<int>(GroupKind::kIntraNode)]++;
-    return LaunchCollective(
-        stream, [&transport, &layout = two_level_, inter_view = ViewOf(GroupKind::kInterNode),
-                 intra_view = ViewOf(GroupKind::kIntraNode), rank = rank_, inter, intra, send, recv,
-                 bytes] {
-          return TwoLevelAllGather(transport, rank, layout, inter_view, inter, intra_view, intra,
-                                   send, recv, bytes);
-        });
+    return LaunchCollective(stream, [&transport, levels = TwoLevelCallNow(), send, recv, bytes] {
+      return TwoLevelAllGather(transport, levels, send, recv, bytes);
+    });
   }
   return LaunchCollective(
       stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send, recv, bytes] {
@@ -233,14 +236,9 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   CountRing(g, chunk_bytes);  // a ring reduce-scatter moves what an all-gather of a chunk does
   transport::Transport& transport = world_.transport();
   if (TwoLevel(kind)) {
-    const uint64_t inter = sequences_.collectives[static_cast<int>(GroupKind::kInterNode)]++;
-    const uint64_t intra = sequences_.collectives[static_cast<int>(GroupKind::kIntraNode)]++;
     return LaunchCollective(
-        stream, [&transport, &layout = two_level_, inter_view = ViewOf(GroupKind::kInterNode),
-                 intra_view = ViewOf(GroupKind::kIntraNode), rank = rank_, inter, intra, send, recv,
-                 count, dtype, scale] {
-          return TwoLevelReduceScatter(transport, rank, layout, inter_view, inter, intra_view,
-                                       intra, send, recv, count, dtype, scale);
+        stream, [&transport, levels = TwoLevelCallNow(), send, recv, count, dtype, scale] {
+          return TwoLevelReduceScatter(transport, levels, send, recv, count, dtype, scale);
         });
   }
   // Each member's chunk `me` comes here (an all-to-all), then sums in rank order: the same

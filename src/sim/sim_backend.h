@@ -107,6 +107,7 @@ class SimBackend final : public Backend {
   transport::GroupView ViewOf(GroupKind kind) const;
   // The world on a uniform layout of several nodes of several ranks (sim/two_level.h).
   bool TwoLevel(GroupKind kind) const { return kind == GroupKind::kWorld && two_level_.usable(); }
+  TwoLevelCall TwoLevelCallNow();
 
   SimWorld& world_;
   const int rank_;

@@ -28,21 +28,26 @@ struct TwoLevelLayout {
   bool usable() const { return nodes > 1 && ranks_per_node > 1; }
 };
 
-// `inter` and `intra` are this rank's inter-node and intra-node groups, with a sequence each
-// that every member reserved for this call. recv holds the world's pieces in rank order; send
-// may be this rank's piece of recv (in place).
-Result TwoLevelAllGather(transport::Transport& transport, int rank, const TwoLevelLayout& layout,
-                         const transport::GroupView& inter, uint64_t inter_sequence,
-                         const transport::GroupView& intra, uint64_t intra_sequence,
+// One world collective's two stages as this rank runs them: its inter-node and intra-node
+// groups, with the sequence every member reserved for this call on each.
+struct TwoLevelCall {
+  const TwoLevelLayout* layout = nullptr;
+  int rank = 0;
+  transport::GroupView inter;
+  uint64_t inter_sequence = 0;
+  transport::GroupView intra;
+  uint64_t intra_sequence = 0;
+};
+
+// recv holds the world's pieces in rank order; send may be this rank's piece of recv (in place).
+Result TwoLevelAllGather(transport::Transport& transport, const TwoLevelCall& call,
                          const void* send, void* recv, size_t bytes);
 
 // Chunk r of `send` (rank order) summed over the world into recv on rank r, times `scale`: first
 // inside the node (each rank sums its node's chunks for its inter-node group's ranks, rounded
 // to the dtype as a ring's partial sums are), then across nodes in node order, in fp32.
-Result TwoLevelReduceScatter(transport::Transport& transport, int rank,
-                             const TwoLevelLayout& layout, const transport::GroupView& inter,
-                             uint64_t inter_sequence, const transport::GroupView& intra,
-                             uint64_t intra_sequence, const void* send, void* recv, size_t count,
-                             ncclDataType_t dtype, float scale);
+Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall& call,
+                             const void* send, void* recv, size_t count, ncclDataType_t dtype,
+                             float scale);
 
 }  // namespace zpp::sim
