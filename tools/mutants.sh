@@ -199,6 +199,24 @@ mutant tune-drift-backoff src/tune/drift_watch.cc \
   '  required_ = decisions_changed ? kDriftEpochs : std::min(2 * required_, kMostDriftEpochs);' \
   '  required_ = decisions_changed ? kDriftEpochs : kDriftEpochs;' \
   "zpp_unit_tests=DriftWatch*"
+# The trials commit to what they measured, not to the model's first choice; the warm-up epoch is
+# not a trial's measurement; the tuner never goes below the user's bits; the model shortlists.
+mutant tune-trial-commits-measured src/tune/decision_table.cc \
+  '      if (us > 0 && (best == 0 || us < best)) {' \
+  '      if (us > 0 && best == 0) {' \
+  "zpp_unit_tests=TrialSchedule*"
+mutant tune-trial-warm-up-unmeasured src/tune/trial_schedule.cc \
+  '  if (trial_ >= 0) means_.emplace_back(agreed_means.begin(), agreed_means.end());' \
+  '  means_.emplace_back(agreed_means.begin(), agreed_means.end());' \
+  "zpp_unit_tests=TrialSchedule*"
+mutant tune-never-lossier src/tune/decision_table.cc \
+  '    s.qwz_bits = 8;' \
+  '    s.qwz_bits = 2;' \
+  "zpp_unit_tests=TrialSchedule*"
+mutant tune-shortlist src/tune/decision_table.cc \
+  '          if (n == kMaxTrials || us > kShortlistFactor * ranked.front().first) break;' \
+  '          if (n == 1 || us > kShortlistFactor * ranked.front().first) break;' \
+  "zpp_unit_tests=TrialSchedule*"
 # The sim's world collectives move what they count (each piece crosses each node boundary once):
 # a flat exchange carried twice plain's counted bytes over the testbed's links.
 mutant sim-world-two-level src/sim/sim_backend.h \

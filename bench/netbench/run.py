@@ -10,8 +10,9 @@ timed by the script itself, side by side in one run.
 Each run is `tools/netbed run --nodes 2` with one torchrun per node (--nnodes 2, rendezvous on
 node 0), 2 ranks per node, the ranks grouped by zpp's own topology discovery (each node has its
 own host name; no ZPP_LOCAL_SIZE). gloo is the same script over gloo on the same links; the zpp
-modes are convergence's (bench/convergence/run.py) and `auto`: zero++'s techniques with
-ZPP_TUNE=auto, the tuner choosing per call. Per framework, one 1-node run (all ranks on one
+modes are convergence's (bench/convergence/run.py) and `auto`: int4's settings with
+ZPP_TUNE=auto, the tuner choosing per call among NCCL, the techniques' subsets and 8 bits where
+int4 has 4 (zero++'s bits): never lossier than int4, the lossiest fixed mode here. Per framework, one 1-node run (all ranks on one
 node: no byte crosses a shaped link) gives the step time with no communication between nodes.
 
 Per run: the median step time over steps 5 to the end (each step's time from the script's
@@ -44,8 +45,9 @@ import run as convergence  # noqa: E402 (bench/convergence/run.py: modes, script
 NETBED = os.path.join(ROOT, "tools", "netbed")
 MODES = dict(convergence.MODES)
 # The tuner logs its agreed figures and decision table (subsystem TUNE): kept in the summary.
-MODES["auto"] = (["--preset", "zero++"],
-                 {"ZPP_TUNE": "auto", "ZPP_DEBUG": "INFO", "ZPP_DEBUG_SUBSYS": "TUNE"})
+MODES["auto"] = (convergence.MODES["int4"][0],
+                 dict(convergence.MODES["int4"][1], ZPP_TUNE="auto", ZPP_DEBUG="INFO",
+                      ZPP_DEBUG_SUBSYS="TUNE"))
 ALL_MODES = ["gloo", "plain", "zero++", "int4", "auto"]
 RATES = [50, 200, 1000, 10000]
 FIRST_TIMED_STEP = 5  # steps before it warm up (hpZ reuse starts at the third or fourth)
@@ -203,7 +205,9 @@ def tuner_lines(directory):
     found = {}
     with open(os.path.join(directory, "node0.log"), errors="replace") as log:
         for line in log:
-            for key, marker in (("figures", "ZPP INFO calibrated"), ("table", "ZPP INFO decision")):
+            for key, marker in (("figures", "ZPP INFO calibrated"), ("table", "ZPP INFO decision"),
+                                ("trials", "ZPP INFO trials measured"),
+                                ("committed", "ZPP INFO committed")):
                 if marker in line and key not in found:
                     found[key] = line.split("ZPP INFO ", 1)[1].strip()
     return found

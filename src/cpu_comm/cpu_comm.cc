@@ -102,8 +102,8 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
         tune::SetUpTuning(*backend_, *stream_, exchange, shape, options.settings, &options.tuning));
     ZPP_CHECK(backend_->AsyncError());
   }
+  if (options.tuning) trials_.emplace(options.tuning);
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
-  tuned_ = options.tuning != nullptr;
   watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
@@ -131,10 +131,7 @@ Result CpuComm::Counted(Body&& body) {
   return result;
 }
 
-Result CpuComm::WatchDrift() {
-  const uint64_t epoch = epoch_();
-  if (epoch == watched_epoch_) return ncclSuccess;
-  watched_epoch_ = epoch;
+double CpuComm::DriftRatio() {
   zppStats_t stats{};
   stats_.Snapshot(&stats);
   uint64_t predicted = 0, measured = 0;
@@ -142,10 +139,40 @@ Result CpuComm::WatchDrift() {
     predicted += stats.predicted_us[path];
     measured += stats.measured_us[path];
   }
+  return drift_.Ratio(predicted, measured);
+}
+
+Result CpuComm::AtEpochAdvance() {
+  const uint64_t epoch = epoch_();
+  if (epoch == watched_epoch_) return ncclSuccess;
+  watched_epoch_ = epoch;
   // Every rank is here at the same call: the first after the same optimizer step.
-  const double mine = drift_.Ratio(predicted, measured);
-  std::vector<double> ratios(static_cast<size_t>(size_));
   BackendByteAllGather exchange(*backend_, *stream_);
+  return trials_->running() ? AdvanceTrials(exchange) : WatchDrift(exchange);
+}
+
+Result CpuComm::AdvanceTrials(BackendByteAllGather& exchange) {
+  const std::vector<double> mine = trial_log_.TakeMeans();
+  std::vector<double> all(mine.size() * static_cast<size_t>(size_));
+  ZPP_CHECK(
+      exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
+  trials_->Advance(tune::AgreeOnMeans(all));
+  engine_->SetTuning(trials_->current());
+  if (trials_->running()) return ncclSuccess;
+  const tune::DecisionTable& table = trials_->current()->table;
+  ZPP_INFO(kTune, "trials measured (agreed mean per call): %s",
+           table.DescribeTrials(trials_->means()).c_str());
+  ZPP_INFO(kTune, "committed decision by whole-buffer size: %s", table.Describe().c_str());
+  const std::string described = table.Describe();
+  if (!committed_.empty()) drift_.Recalibrated(described != committed_);
+  committed_ = described;
+  DriftRatio();  // the drift is of the committed table's calls only
+  return ncclSuccess;
+}
+
+Result CpuComm::WatchDrift(BackendByteAllGather& exchange) {
+  const double mine = DriftRatio();
+  std::vector<double> ratios(static_cast<size_t>(size_));
   ZPP_CHECK(exchange.AllGather(std::as_bytes(std::span(&mine, 1)),
                                std::as_writable_bytes(std::span(ratios))));
   const double agreed = tune::DriftWatch::Agree(ratios);
@@ -153,27 +180,36 @@ Result CpuComm::WatchDrift() {
   std::shared_ptr<const tune::Tuning> tuning;
   ZPP_CHECK(tune::SetUpTuning(*backend_, *stream_, exchange, engine_->shape(),
                               engine::OptionsFrom(GetConfig()).settings, &tuning));
-  // The same agreed figures on every rank, so the same answer.
-  drift_.Recalibrated(tuning == nullptr || engine_->tuning() == nullptr ||
-                      tuning->table.Describe() != engine_->tuning()->table.Describe());
-  ZPP_INFO(kTune, "measured calls took %.2fx the model's time for %d step epochs: recalibrated%s",
-           agreed, tune::kDriftEpochs, tuning ? "" : " (failed: the static rule decides now)");
-  tuned_ = tuning != nullptr;
-  engine_->SetTuning(std::move(tuning));
+  ZPP_INFO(kTune,
+           "measured calls took %.2fx what the committed trials measured for %d step epochs: "
+           "recalibrated%s",
+           agreed, tune::kDriftEpochs, tuning ? ", the trials start again" : " (failed)");
+  if (tuning == nullptr) {  // the same on every rank: the figures' agreement said so
+    trials_.reset();
+    engine_->SetTuning(nullptr);
+    return ncclSuccess;
+  }
+  trials_.emplace(std::move(tuning));
+  engine_->SetTuning(trials_->current());
   return ncclSuccess;
 }
 
 template <typename Body>
-Result CpuComm::Timed(plan::CollectiveOp op, Body&& body) {
-  if (tuned_) ZPP_CHECK(WatchDrift());
+Result CpuComm::Timed(const plan::Call& call, Body&& body) {
+  if (trials_) ZPP_CHECK(AtEpochAdvance());
   plan::Plan ran;
   const auto start = std::chrono::steady_clock::now();
   const Result result = Counted([&] { return body(&ran); });
-  if (tuned_) {
+  if (trials_) {
     // The tuner's model against the wall time of the call (which Counted waited for).
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    stats_.AddMeasuredUs(engine::PathOf(ran, op), static_cast<uint64_t>(us + 0.5));
+    stats_.AddMeasuredUs(engine::PathOf(ran, call.op), static_cast<uint64_t>(us + 0.5));
+    // Only the calls the table decided: a static rule's pass-through is the same in every trial.
+    const bool decided = ran.kind != plan::PlanKind::kPassThrough || ran.reason == zppReasonTuned;
+    if (trials_->measuring() && decided) {
+      trial_log_.Add(trials_->current()->table.EntryOf(call), us);
+    }
   }
   return result;
 }
@@ -182,7 +218,7 @@ Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
-  return Timed(plan::CollectiveOp::kAllGather,
+  return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->AllGather(args, *stream_, ran); });
 }
 
@@ -190,7 +226,7 @@ Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
-  return Timed(plan::CollectiveOp::kReduceScatter,
+  return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
 }
 

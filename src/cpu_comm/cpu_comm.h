@@ -16,14 +16,18 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "engine/backend_byte_all_gather.h"
 #include "engine/collective_args.h"
 #include "stats/stats.h"
 #include "topology/topology.h"
 #include "transport/bootstrap.h"
 #include "tune/drift_watch.h"
+#include "tune/trial_schedule.h"
 #include "zpp/zpp.h"
 
 namespace zpp {
@@ -81,9 +85,10 @@ class CpuComm {
   Result Finish(Result launched);  // waits for the stream, reports the first failure
   template <typename Body>
   Result Counted(Body&& body);
-  // Counted, and with ZPP_TUNE=auto the call's wall time into the stats beside the model's.
+  // Counted, and with ZPP_TUNE=auto the call's wall time into the stats beside the model's, and
+  // into the trials' log.
   template <typename Body>
-  Result Timed(plan::CollectiveOp op, Body&& body);
+  Result Timed(const plan::Call& call, Body&& body);
 
   const int rank_;
   const int size_;
@@ -96,11 +101,18 @@ class CpuComm {
   topology::Topology topology_;
   std::string config_difference_;
   StatsCounters stats_;
-  // ZPP_TUNE=auto: at the first call of each step epoch, the ranks compare the model with the
-  // measured times and recalibrate together when it drifted (tune/drift_watch.h).
-  Result WatchDrift();
-  bool tuned_ = false;  // ZPP_TUNE=auto calibrated this communicator
+  // ZPP_TUNE=auto, at the first call of each step epoch: while the trials run, the ranks agree
+  // on the last epoch's measured means and move to the next trial (tune/trial_schedule.h); after
+  // the commit, they compare what calls take with what they expect and recalibrate together
+  // when it drifted (tune/drift_watch.h).
+  Result AtEpochAdvance();
+  Result AdvanceTrials(BackendByteAllGather& exchange);
+  Result WatchDrift(BackendByteAllGather& exchange);
+  double DriftRatio();  // this rank's measured over expected time since the last look
   uint64_t watched_epoch_ = 0;
+  std::optional<tune::TrialSchedule> trials_;  // set: ZPP_TUNE=auto calibrated
+  tune::TrialLog trial_log_;
+  std::string committed_;  // the last commit's table, to tell whether a recalibration changed it
   tune::DriftWatch drift_;
   mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
 };

@@ -60,7 +60,10 @@ void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Cal
   const zppPath_t path = PathOf(plan, call.op);
   if (tuning_) {
     // What the tuner's model expected of the plan that ran, beside what the caller measures.
-    const double us = costmodel::TimeOf(plan, call, tuning_->model).total_us();
+    // After the trials, what the chosen candidate measured; before, the model's time.
+    const double expected = tuning_->table.ExpectedUs(call);
+    const double us =
+        expected > 0 ? expected : costmodel::TimeOf(plan, call, tuning_->model).total_us();
     stats_.AddPredictedUs(path, static_cast<uint64_t>(us + 0.5));
   }
   if (plan.kind == plan::PlanKind::kPassThrough) {

@@ -1,8 +1,10 @@
 #include "tune/decision_table.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 
+#include "kernels/codec_params.h"
 #include "plan/planner.h"
 
 namespace zpp::tune {
@@ -15,21 +17,51 @@ plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
   s.qwz = user.qwz && (mask & kQwz);
   s.hpz = user.hpz && (mask & kHpz);
   s.qgz = user.qgz && (mask & kQgz);
+  if (s.qwz && (mask & kWide)) {
+    // ZeRO++'s own weight format: far finer than any format of fewer bits at blocks of 32 or
+    // more (an 8-bit step is 1/127 of the block's largest value, a 4-bit one 1/7), rotated or not.
+    s.qwz_bits = 8;
+    s.qwz_rotate = false;
+    s.block = std::max(s.block, codec::kDefaultBlock);
+  }
+  // The intra-node stage only: the block is the inter-node stage's too, and stays the user's.
+  if (s.qgz && (mask & kWide)) s.qgz_bits_intra = 8;
   return s;
 }
 
-uint8_t Enabled(const plan::Settings& user, plan::CollectiveOp op) {
-  if (op == plan::CollectiveOp::kReduceScatter) return user.qgz ? kQgz : 0;
-  return static_cast<uint8_t>((user.qwz ? kQwz : 0) | (user.hpz ? kHpz : 0));
+// The candidates of `op` under `user`, in the order a tie keeps: NCCL, then fewer techniques
+// first, and each choice at 8 bits before the user's fewer (the less lossy first): qwZ's bits,
+// and qgZ's intra-node stage (ZeRO++'s own 8/4 where the user asked 4/4).
+std::vector<uint8_t> Candidates(const plan::Settings& user, plan::CollectiveOp op) {
+  const uint8_t enabled = op == plan::CollectiveOp::kReduceScatter
+                              ? static_cast<uint8_t>(user.qgz ? kQgz : 0)
+                              : static_cast<uint8_t>((user.qwz ? kQwz : 0) | (user.hpz ? kHpz : 0));
+  const bool narrow = (user.qwz && user.qwz_bits < 8) || (user.qgz && user.qgz_bits_intra < 8);
+  std::vector<uint8_t> out{0};
+  for (uint8_t mask = 1; mask <= enabled; ++mask) {
+    if ((mask & enabled) != mask) continue;
+    const bool bits_in_it =
+        (mask & kQwz) ? user.qwz_bits < 8 : (mask & kQgz) && user.qgz_bits_intra < 8;
+    if (narrow && bits_in_it) out.push_back(mask | kWide);
+    out.push_back(mask);
+  }
+  return out;
 }
 
-std::string MaskName(uint8_t mask) {
-  if (mask == 0) return "nccl";
+std::string MaskName(uint8_t mask, const plan::Settings& user) {
+  if ((mask & ~kWide) == 0) return "nccl";
   std::string name;
   for (auto [bit, text] : {std::pair{kQwz, "qwz"}, {kHpz, "hpz"}, {kQgz, "qgz"}}) {
     if (!(mask & bit)) continue;
     if (!name.empty()) name += "+";
     name += text;
+    if (bit == kQwz && user.qwz_bits < 8) {
+      name += (mask & kWide) ? "8" : std::to_string(user.qwz_bits);
+    }
+    if (bit == kQgz && user.qgz_bits_intra < 8) {
+      name += ((mask & kWide) ? "8/" : std::to_string(user.qgz_bits_intra) + "/") +
+              std::to_string(user.qgz_bits_inter);
+    }
   }
   return name;
 }
@@ -79,7 +111,7 @@ DecisionTable DecisionTable::Build(const costmodel::ClusterModel& model, const p
   for (int op = 0; op < 2; ++op) {
     const auto collective =
         op == 0 ? plan::CollectiveOp::kAllGather : plan::CollectiveOp::kReduceScatter;
-    const uint8_t enabled = Enabled(user, collective);
+    const std::vector<uint8_t> candidates = Candidates(user, collective);
     for (int d = 0; d < 3; ++d) {
       const uint64_t element = plan::DtypeBytes(kDtypes[d]);
       for (int band = 0; band < kBands; ++band) {
@@ -89,32 +121,95 @@ DecisionTable DecisionTable::Build(const costmodel::ClusterModel& model, const p
             bytes / static_cast<double>(element * static_cast<uint64_t>(shape.world)));
         const plan::Call call{collective, count < 1 ? 1 : count, kDtypes[d],
                               op == 0 ? plan::Reduction::kNone : plan::Reduction::kSum};
-        uint8_t best = 0;
-        double best_us = ModelledMicroseconds(model, shape, Masked(any_size, 0), call);
-        // Every subset of the enabled techniques, fewest first: a tie keeps the less lossy one.
-        for (uint8_t mask = 1; mask <= enabled; ++mask) {
-          if ((mask & enabled) != mask) continue;
-          const double us = ModelledMicroseconds(model, shape, Masked(any_size, mask), call);
-          if (us < best_us) {
-            best_us = us;
-            best = mask;
-          }
+        std::vector<std::pair<double, uint8_t>> ranked;
+        for (uint8_t mask : candidates) {
+          ranked.emplace_back(ModelledMicroseconds(model, shape, Masked(any_size, mask), call),
+                              mask);
         }
-        table.choice_[op][d][band] = best;
+        // Fastest first; a tie keeps the order of Candidates (the less lossy first).
+        std::stable_sort(ranked.begin(), ranked.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        const int entry = (op * 3 + d) * kBands + band;
+        int n = 0;
+        for (const auto& [us, mask] : ranked) {
+          if (n == kMaxTrials || us > kShortlistFactor * ranked.front().first) break;
+          table.shortlist_[entry][n++] = mask;
+        }
+        table.shortlisted_[entry] = static_cast<uint8_t>(n);
+        table.choice_[entry] = ranked.front().second;
       }
     }
   }
   return table;
 }
 
-uint8_t DecisionTable::Choice(const plan::Call& call) const {
+int DecisionTable::EntryOf(const plan::Call& call) const {
   const uint64_t bytes = call.count * plan::DtypeBytes(call.dtype) * static_cast<uint64_t>(world_);
   const int op = call.op == plan::CollectiveOp::kAllGather ? 0 : 1;
-  return choice_[op][DtypeIndex(call.dtype)][BandOf(bytes)];
+  return (op * 3 + DtypeIndex(call.dtype)) * kBands + BandOf(bytes);
+}
+
+uint8_t DecisionTable::Choice(const plan::Call& call) const { return choice_[EntryOf(call)]; }
+
+int DecisionTable::Trials() const {
+  return *std::max_element(shortlisted_.begin(), shortlisted_.end());
+}
+
+DecisionTable DecisionTable::ForTrial(int t) const {
+  DecisionTable table = *this;
+  for (int e = 0; e < kEntries; ++e) {
+    table.choice_[e] = shortlist_[e][t < shortlisted_[e] ? t : 0];
+    table.expected_us_[e] = 0;
+  }
+  return table;
+}
+
+DecisionTable DecisionTable::Committed(const std::vector<std::vector<double>>& means) const {
+  DecisionTable table = ForTrial(0);
+  for (int e = 0; e < kEntries; ++e) {
+    double best = 0;
+    for (int t = 0; t < shortlisted_[e] && t < static_cast<int>(means.size()); ++t) {
+      const double us = means[t][e];
+      if (us > 0 && (best == 0 || us < best)) {
+        best = us;
+        table.choice_[e] = shortlist_[e][t];
+      }
+    }
+    table.expected_us_[e] = static_cast<float>(best);
+  }
+  return table;
+}
+
+double DecisionTable::ExpectedUs(const plan::Call& call) const {
+  return expected_us_[EntryOf(call)];
 }
 
 plan::Settings DecisionTable::SettingsFor(const plan::Call& call) const {
   return Masked(user_, Choice(call));
+}
+
+std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>& means) const {
+  const char* ops[2] = {"all-gather", "reduce-scatter"};
+  const char* dtypes[3] = {"fp32", "fp16", "bf16"};
+  std::string out;
+  for (int e = 0; e < kEntries; ++e) {
+    const int tried = std::min<int>(shortlisted_[e], static_cast<int>(means.size()));
+    bool measured = false;
+    for (int t = 0; t < tried; ++t) measured = measured || means[t][e] > 0;
+    if (!measured) continue;
+    const int op = e / (3 * kBands), d = (e / kBands) % 3, band = e % kBands;
+    if (!out.empty()) out.append("; ");
+    out.append(ops[op]).append(" ").append(dtypes[d]).append(" ");
+    out.append(BytesText(uint64_t{1} << band)).append("+:");
+    char text[32];
+    for (int t = 0; t < tried; ++t) {
+      if (!(means[t][e] > 0)) continue;
+      std::snprintf(text, sizeof(text), " %.2f ms", means[t][e] / 1000);
+      out.append(" ").append(MaskName(shortlist_[e][t], user_)).append(text);
+    }
+    out.append(" -> ").append(MaskName(choice_[e], user_));
+  }
+  return out.empty() ? "no call measured" : out;
 }
 
 std::string DecisionTable::Describe() const {
@@ -126,9 +221,10 @@ std::string DecisionTable::Describe() const {
       if (!out.empty()) out.append("; ");
       out.append(ops[op]).append(" ").append(dtypes[d]).append(":");
       for (int band = 0; band < kBands; ++band) {
-        if (band > 0 && choice_[op][d][band] == choice_[op][d][band - 1]) continue;
+        const int e = (op * 3 + d) * kBands + band;
+        if (band > 0 && choice_[e] == choice_[e - 1]) continue;
         out.append(" ").append(BytesText(uint64_t{1} << band)).append("+ ");
-        out.append(MaskName(choice_[op][d][band]));
+        out.append(MaskName(choice_[e], user_));
       }
     }
   }

@@ -1,30 +1,49 @@
 // ZPP_TUNE=auto's decision: for each collective, dtype and size band (powers of two of the whole
 // gathered or scattered buffer, as ZPP_MIN_BYTES measures it), which of the techniques the user
-// turned on a call runs with, the empty choice being NCCL. Built once at communicator set-up
-// from the cost model (costmodel/cost_model.h) with the figures every rank agreed on
-// (tune/calibration.h): every input is identical on all ranks, so every rank decides alike
-// (contract 3), and a call costs one table look-up.
+// turned on a call runs with, the empty choice being NCCL. Built at communicator set-up from the
+// cost model (costmodel/cost_model.h) with the figures every rank agreed on (tune/calibration.h),
+// which also keeps, per entry, a shortlist of the candidates the model cannot rule out; the
+// trials (tune/trial_schedule.h) then run each for a step and commit to the one measured fastest.
+// Every input is identical on all ranks, so every rank decides alike (contract 3), and a call
+// costs one table look-up.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "costmodel/cost_model.h"
 #include "plan/plan.h"
 
 namespace zpp::tune {
 
-// One bit per technique.
-enum Technique : uint8_t { kQwz = 1, kHpz = 2, kQgz = 4 };
+// One bit per technique; kWide: qwZ, and qgZ's intra-node stage, at 8 bits where the user asked
+// for fewer (never lossier than the user's setting, which is the lossiest the tuner may choose).
+enum Technique : uint8_t { kQwz = 1, kHpz = 2, kQgz = 4, kWide = 8 };
 
 class DecisionTable {
  public:
-  // The fastest by `model` of NCCL and the subsets of `user`'s techniques, per band. hpZ's
-  // gather is counted as the fill it is in the forward pass and the hit it buys in the backward:
-  // (fill + hit) / 2 per call, one backward hit per forward fill as FSDP and ZeRO-3 gather.
+  // The fastest by `model` of NCCL and the subsets of `user`'s techniques, per band, and the
+  // shortlist: the candidates the model puts within kShortlistFactor of it, fastest first (at most
+  // kMaxTrials). hpZ's gather is counted as the fill it is in the forward pass and the hit it buys
+  // in the backward: (fill + hit) / 2 per call, one backward hit per forward fill as FSDP and
+  // ZeRO-3 gather.
   static DecisionTable Build(const costmodel::ClusterModel& model, const plan::Shape& shape,
                              const plan::Settings& user);
+
+  // The trials' steps: the longest shortlist.
+  int Trials() const;
+  // The table of trial `t`: each entry its t-th candidate, or its first when it has fewer.
+  DecisionTable ForTrial(int t) const;
+  // The table the trials measured fastest: `means[t][entry]` is the agreed mean wall time of a
+  // call of the entry under ForTrial(t) (0: no call), and a measured entry keeps that time as
+  // what it expects (ExpectedUs). Entries no trial measured keep the model's choice.
+  DecisionTable Committed(const std::vector<std::vector<double>>& means) const;
+  // The committed measurement of `call`'s entry (microseconds; 0: none).
+  double ExpectedUs(const plan::Call& call) const;
+  // For the log: each measured entry's candidates with their times, and the choice.
+  std::string DescribeTrials(const std::vector<std::vector<double>>& means) const;
 
   // The techniques `call` runs with (a subset of the user's; 0: NCCL).
   uint8_t Choice(const plan::Call& call) const;
@@ -33,15 +52,24 @@ class DecisionTable {
   // For the log: per collective and dtype, the bands where the choice changes.
   std::string Describe() const;
 
-  static constexpr int kBands = 48;  // whole buffers of 1 byte to 256 TiB
+  static constexpr int kBands = 48;                // whole buffers of 1 byte to 256 TiB
+  static constexpr int kEntries = 2 * 3 * kBands;  // op x dtype x band
+  static constexpr int kMaxTrials = 4;
+  // The model is a prior, not the truth (on CPU ranks it misses the transport's CPU time and the
+  // wait for late peers): a candidate it puts within this factor of the best is tried.
+  static constexpr double kShortlistFactor = 3.0;
   static int BandOf(uint64_t bytes);
+  // The entry (op x dtype x band) of `call`.
+  int EntryOf(const plan::Call& call) const;
 
  private:
   static int DtypeIndex(ncclDataType_t dtype);
   plan::Settings user_;
   int world_ = 1;
-  // [op][dtype][band]
-  std::array<std::array<std::array<uint8_t, kBands>, 3>, 2> choice_{};
+  std::array<uint8_t, kEntries> choice_{};
+  std::array<std::array<uint8_t, kMaxTrials>, kEntries> shortlist_{};
+  std::array<uint8_t, kEntries> shortlisted_{};  // how many candidates
+  std::array<float, kEntries> expected_us_{};
 };
 
 // What ZPP_TUNE=auto decides with: the figures the ranks agreed on, and the table built from them.

@@ -1,0 +1,148 @@
+// ZPP_TUNE=auto's trials (tune/trial_schedule.h, the shortlist of tune/decision_table.h): the
+// model shortlists, each candidate runs one epoch after a warm-up that is not measured, and the
+// commit takes the candidate measured fastest, whatever the model preferred; the tuner never
+// chooses qwZ with fewer bits than the user's.
+#include "tune/trial_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "costmodel/cost_model.h"
+#include "plan/planner.h"
+#include "sim/cluster_layout.h"
+
+namespace zpp::tune {
+namespace {
+
+const plan::Shape kShape = sim::ShapeOf(sim::ClusterLayout::Uniform(2, 2));
+
+plan::Settings AllOn(int bits = 8) {
+  plan::Settings s;
+  s.qwz = s.hpz = s.qgz = true;
+  s.qwz_bits = s.qgz_bits_intra = bits;
+  s.min_bytes = 0;
+  return s;
+}
+
+// A link and codecs of about the same speed: the model cannot rule much out.
+costmodel::ClusterModel CloseCall() {
+  costmodel::ClusterModel m = costmodel::DefaultModel(2, 2, 20, 8);
+  m.kernels = {2, 2, 2, 20};
+  return m;
+}
+
+const plan::Call kGather{plan::CollectiveOp::kAllGather, uint64_t{1} << 20, ncclFloat32,
+                         plan::Reduction::kNone};
+
+std::shared_ptr<const Tuning> Base(const plan::Settings& user) {
+  auto tuning = std::make_shared<Tuning>();
+  tuning->model = CloseCall();
+  tuning->table = DecisionTable::Build(tuning->model, kShape, user);
+  return tuning;
+}
+
+TEST(TrialScheduleTest, TheModelShortlistsMoreThanOneCandidateWhereItIsClose) {
+  const DecisionTable table = Base(AllOn())->table;
+  ASSERT_GT(table.Trials(), 1);
+  // Trial 0 is the model's choice; the others differ somewhere.
+  EXPECT_EQ(table.ForTrial(0).Describe(), table.Describe());
+  EXPECT_NE(table.ForTrial(1).Describe(), table.Describe());
+}
+
+TEST(TrialScheduleTest, WarmUpThenOneEpochPerCandidateThenTheMeasuredFastest) {
+  const auto base = Base(AllOn());
+  const DecisionTable& table = base->table;
+  const int entry = table.EntryOf(kGather);
+  // The candidates of kGather's entry, in trial order, and the last one measured fastest.
+  std::vector<uint8_t> candidates;
+  for (int t = 0; t < table.Trials(); ++t) candidates.push_back(table.ForTrial(t).Choice(kGather));
+  TrialSchedule trials(base);
+  EXPECT_TRUE(trials.running());
+  EXPECT_FALSE(trials.measuring());  // the warm-up
+  std::vector<double> means(DecisionTable::kEntries);
+  trials.Advance(means);  // the warm-up's means are not looked at
+  int fastest = -1;
+  for (int t = 0; t < table.Trials(); ++t) {
+    ASSERT_TRUE(trials.measuring()) << t;
+    EXPECT_EQ(trials.current()->table.Choice(kGather), candidates[t]) << t;
+    // Later trials faster: the last trial that ran a new candidate of this entry wins.
+    means[entry] = 1000.0 - 100.0 * t;
+    if (t == 0 || candidates[t] != candidates[0]) fastest = t;
+    trials.Advance(means);
+  }
+  EXPECT_FALSE(trials.running());
+  ASSERT_NE(candidates[fastest], candidates[0]) << "the test needs a shortlist of two here";
+  EXPECT_EQ(trials.current()->table.Choice(kGather), candidates[fastest]);
+  EXPECT_DOUBLE_EQ(trials.current()->table.ExpectedUs(kGather), 1000.0 - 100.0 * fastest);
+  // Committed: further advances change nothing.
+  const std::string committed = trials.current()->table.Describe();
+  trials.Advance(means);
+  EXPECT_EQ(trials.current()->table.Describe(), committed);
+}
+
+TEST(TrialScheduleTest, AnEntryNoTrialMeasuredKeepsTheModelsChoice) {
+  const auto base = Base(AllOn());
+  TrialSchedule trials(base);
+  const std::vector<double> nothing(DecisionTable::kEntries);
+  for (int t = 0; t <= base->table.Trials(); ++t) trials.Advance(nothing);
+  ASSERT_FALSE(trials.running());
+  EXPECT_EQ(trials.current()->table.Describe(), base->table.Describe());
+  EXPECT_EQ(trials.current()->table.ExpectedUs(kGather), 0.0);
+}
+
+TEST(TrialScheduleTest, RanksAgreeOnTheMeanOfTheRanksThatCalled) {
+  std::vector<double> all(3 * DecisionTable::kEntries);
+  all[5] = 10;                               // rank 0
+  all[DecisionTable::kEntries + 5] = 30;     // rank 1
+  all[2 * DecisionTable::kEntries + 7] = 4;  // rank 2, another entry; no call of entry 5
+  const std::vector<double> agreed = AgreeOnMeans(all);
+  EXPECT_DOUBLE_EQ(agreed[5], 20);
+  EXPECT_DOUBLE_EQ(agreed[7], 4);
+  EXPECT_DOUBLE_EQ(agreed[6], 0);
+}
+
+TEST(TrialLogTest, MeansPerEntryAndAFreshStart) {
+  TrialLog log;
+  log.Add(3, 10);
+  log.Add(3, 30);
+  log.Add(9, 5);
+  std::vector<double> means = log.TakeMeans();
+  EXPECT_DOUBLE_EQ(means[3], 20);
+  EXPECT_DOUBLE_EQ(means[9], 5);
+  EXPECT_DOUBLE_EQ(means[4], 0);
+  means = log.TakeMeans();
+  EXPECT_DOUBLE_EQ(means[3], 0);
+}
+
+// With qwZ and qgZ's intra stage at 4 bits the tuner may choose 8 (less lossy), never fewer than
+// the user's; with the user's 8 it never changes the bits. qgZ's inter stage stays the user's.
+TEST(TrialScheduleTest, NeverFewerBitsThanTheUsers) {
+  for (int bits : {4, 8}) {
+    const plan::Settings user = AllOn(bits);
+    const DecisionTable table = Base(user)->table;
+    bool wide_gather = false, wide_scatter = false;
+    for (int t = 0; t < table.Trials(); ++t) {
+      const DecisionTable trial = table.ForTrial(t);
+      for (uint64_t count = 1; count <= (uint64_t{1} << 26); count *= 8) {
+        for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
+          const plan::Call call{op, count, ncclFloat32,
+                                op == plan::CollectiveOp::kAllGather ? plan::Reduction::kNone
+                                                                     : plan::Reduction::kSum};
+          const plan::Settings s = trial.SettingsFor(call);
+          EXPECT_TRUE(s.qwz_bits == bits || s.qwz_bits == 8);
+          EXPECT_TRUE(s.qgz_bits_intra == bits || s.qgz_bits_intra == 8);
+          EXPECT_EQ(s.qgz_bits_inter, user.qgz_bits_inter);
+          wide_gather = wide_gather || (s.qwz && s.qwz_bits > bits);
+          wide_scatter = wide_scatter || (s.qgz && s.qgz_bits_intra > bits);
+        }
+      }
+    }
+    EXPECT_EQ(wide_gather, bits == 4) << bits << " bits";
+    EXPECT_EQ(wide_scatter, bits == 4) << bits << " bits";
+  }
+}
+
+}  // namespace
+}  // namespace zpp::tune
