@@ -4,6 +4,7 @@
 #include "codec/batch.h"
 #include "kernels/batch_places.h"
 #include "kernels/codec_kernels.h"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -45,5 +46,9 @@ Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_
                                                 BatchPlaces::Of(map));
   return detail::CheckLaunch(kApi);
 }
+
+namespace detail {
+bool LoadCopyBatchKernels() { return LoadKernel(CopyBatchKernel); }
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

@@ -13,6 +13,7 @@
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -123,5 +124,18 @@ Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Forma
   }
   return ncclSuccess;
 }
+
+namespace detail {
+bool LoadDequantizeKernels() {
+  bool ok = true;
+  ForEveryDtypeAndBits([&](auto d, auto b) {
+    constexpr ncclDataType_t kDtype = decltype(d)::value;
+    constexpr int kBits = decltype(b)::value;
+    ok = LoadKernel(&DequantizeKernel<kDtype, kBits, PieceList>) &&
+         LoadKernel(&DequantizeKernel<kDtype, kBits, PieceMap>) && ok;
+  });
+  return ok;
+}
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

@@ -7,6 +7,7 @@
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
 #include "kernels/device/tensor_io.cuh"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/reduce_launch.h"
 
@@ -79,5 +80,18 @@ Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatc
   return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
                 scale_after_sum, output, stream);
 }
+
+namespace detail {
+bool LoadDequantizeReduceKernels() {
+  bool ok = true;
+  ForEveryDtypeAndBits([&](auto d, auto b) {
+    constexpr ncclDataType_t kDtype = decltype(d)::value;
+    constexpr int kBits = decltype(b)::value;
+    ok = LoadKernel(&DequantizeReduceKernel<kDtype, kBits, device::ReducePieces>) &&
+         LoadKernel(&DequantizeReduceKernel<kDtype, kBits, device::StridedPieces>) && ok;
+  });
+  return ok;
+}
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

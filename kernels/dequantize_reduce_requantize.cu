@@ -6,6 +6,7 @@
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/reduce_launch.h"
 
@@ -87,5 +88,27 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
   return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
                 scale_after_sum, out_format, rounding, out_pieces.data(), stream);
 }
+
+namespace detail {
+bool LoadDequantizeReduceRequantizeKernels() {
+  bool ok = true;
+  for (int bits : {4, 8}) {
+    for (int out_bits : {4, 8}) {
+      WithBits(bits, [&](auto b) {
+        WithBits(out_bits, [&](auto o) {
+          constexpr int kBits = decltype(b)::value;
+          constexpr int kOutBits = decltype(o)::value;
+          ok = LoadKernel(
+                   &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::ReducePieces>) &&
+               LoadKernel(
+                   &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::StridedPieces>) &&
+               ok;
+        });
+      });
+    }
+  }
+  return ok;
+}
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

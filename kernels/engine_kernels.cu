@@ -2,6 +2,7 @@
 // rare, so plain element access is enough.
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/engine_kernels.h"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -68,5 +69,12 @@ Result CopySmallFromHost(void* dst, const void* src, size_t bytes, cudaStream_t 
                                          static_cast<uint32_t>(bytes));
   return detail::CheckLaunch("CopySmallFromHost");
 }
+
+namespace detail {
+bool LoadEngineKernels() {
+  return LoadKernel(ScaleKernel<ncclFloat32>) && LoadKernel(ScaleKernel<ncclFloat16>) &&
+         LoadKernel(ScaleKernel<ncclBfloat16>) && LoadKernel(CopySmallKernel);
+}
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

@@ -1,8 +1,11 @@
 // The fingerprint: a grid-stride loop over 16-byte pairs of words, each thread summing its
 // words' hashes, a warp sum, then one 64-bit atomic add per warp. Wrapping addition commutes, so
 // the order the atomics land in cannot change the result (kernels/fingerprint_math.h).
+#include <atomic>
+
 #include "kernels/codec_kernels.h"
 #include "kernels/codec_math.h"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -46,7 +49,47 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// One wave of the kernel per device, found at set-up (LoadFingerprintKernels): blocks per SM for
+// each alignment, times the SMs. 0: not loaded on that device, asked at the call instead.
+constexpr int kMostDevices = 64;
+std::atomic<int> g_blocks_per_wave[kMostDevices][2];
+
+int BlocksPerWave(int device, bool aligned) {
+  return device >= 0 && device < kMostDevices
+             ? g_blocks_per_wave[device][aligned].load(std::memory_order_relaxed)
+             : 0;
+}
+
+template <bool kAligned>
+int AskBlocksPerWave(int multiprocessors) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, FingerprintKernel<kAligned>, 256, 0) !=
+          cudaSuccess ||
+      per_sm < 1) {
+    (void)cudaGetLastError();  // a query that failed is no launch error
+    per_sm = 1;
+  }
+  return multiprocessors * per_sm;
+}
+
 }  // namespace
+
+namespace detail {
+bool LoadFingerprintKernels() {
+  int device = 0, multiprocessors = 0;
+  if (!LoadKernel(FingerprintKernel<true>) || !LoadKernel(FingerprintKernel<false>) ||
+      cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess) {
+    return false;
+  }
+  if (device >= 0 && device < kMostDevices) {
+    g_blocks_per_wave[device][1].store(AskBlocksPerWave<true>(multiprocessors));
+    g_blocks_per_wave[device][0].store(AskBlocksPerWave<false>(multiprocessors));
+  }
+  return true;
+}
+}  // namespace detail
 
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
                    cudaStream_t stream) {
@@ -58,10 +101,7 @@ Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprin
   ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
 
   int device = 0;
-  int multiprocessors = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-          cudaSuccess ||
       cudaMemsetAsync(device_fingerprint, 0, sizeof(uint64_t), stream) != cudaSuccess) {
     ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
     return ncclUnhandledCudaError;
@@ -75,16 +115,20 @@ Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprin
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
   auto* out = reinterpret_cast<unsigned long long*>(device_fingerprint);
   detail::WithBool(detail::Aligned16(data), [&](auto aligned) {
-    const auto kernel = FingerprintKernel<decltype(aligned)::value>;
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess ||
-        per_sm < 1) {
-      (void)cudaGetLastError();  // a query that failed is no launch error
-      per_sm = 1;
+    constexpr bool kAligned = decltype(aligned)::value;
+    int wave = BlocksPerWave(device, kAligned);
+    if (wave == 0) {  // not loaded at set-up (a test calling the codec directly): ask now
+      int multiprocessors = 0;
+      if (cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess) {
+        (void)cudaGetLastError();
+        multiprocessors = 1;
+      }
+      wave = AskBlocksPerWave<kAligned>(multiprocessors);
     }
-    const uint64_t cap = static_cast<uint64_t>(multiprocessors) * per_sm;
+    const uint64_t cap = static_cast<uint64_t>(wave);
     const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
-    kernel<<<grid, threads, 0, stream>>>(data, bytes.size(), out);
+    FingerprintKernel<kAligned><<<grid, threads, 0, stream>>>(data, bytes.size(), out);
   });
   return detail::CheckLaunch(kApi);
 }

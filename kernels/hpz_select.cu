@@ -3,6 +3,7 @@
 // 16 bytes per thread where every pointer allows it. The copy is one secondary partition: a
 // 1/(ranks per node) share of the bytes the hit's intra-node gather moves.
 #include "kernels/hpz_select_kernel.h"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -61,5 +62,9 @@ Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uin
       vector);
   return detail::CheckLaunch(kApi);
 }
+
+namespace detail {
+bool LoadHpzSelectKernels() { return LoadKernel(SelectPartitionKernel); }
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

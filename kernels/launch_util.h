@@ -102,4 +102,14 @@ void WithBool(bool value, Body&& body) {
   }
 }
 
+// Calls body(DtypeTag, BitsTag) for every codec dtype and bit width (kernel_loading.h).
+template <typename Body>
+void ForEveryDtypeAndBits(Body&& body) {
+  for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+    for (int bits : {4, 8}) {
+      WithDtype(dtype, [&](auto d) { WithBits(bits, [&](auto b) { body(d, b); }); });
+    }
+  }
+}
+
 }  // namespace zpp::codec::gpu::detail

@@ -8,6 +8,7 @@
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
 namespace zpp::codec::gpu {
@@ -66,5 +67,17 @@ Result Quantize(ConstTensorView input, const Format& format, const Rounding& rou
                 std::span<std::byte> piece, cudaStream_t stream) {
   return QuantizeBatch(input, input.count, BatchMap{}, format, rounding, piece, stream);
 }
+
+namespace detail {
+bool LoadQuantizeKernels() {
+  bool ok = true;
+  ForEveryDtypeAndBits([&](auto d, auto b) {
+    constexpr ncclDataType_t kDtype = decltype(d)::value;
+    constexpr int kBits = decltype(b)::value;
+    ok = LoadKernel(&QuantizeKernel<kDtype, kBits>) && ok;
+  });
+  return ok;
+}
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

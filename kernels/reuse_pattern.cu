@@ -1,6 +1,7 @@
 // One thread per call scans back for the latest equal fingerprint: an epoch has hundreds to a
 // few thousand all-gathers, so the quadratic scan is a few hundred microseconds at worst, once
 // per epoch. The hash is a wrapping sum, so the per-call atomics may land in any order.
+#include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/reuse_pattern_kernel.h"
 #include "kernels/reuse_pattern_math.h"
@@ -46,5 +47,9 @@ Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
                                                     reinterpret_cast<unsigned long long*>(hash));
   return detail::CheckLaunch(kApi);
 }
+
+namespace detail {
+bool LoadReusePatternKernels() { return LoadKernel(ReusePatternKernel); }
+}  // namespace detail
 
 }  // namespace zpp::codec::gpu

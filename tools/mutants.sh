@@ -199,6 +199,49 @@ mutant tune-drift-backoff src/tune/drift_watch.cc \
   '  required_ = decisions_changed ? kDriftEpochs : std::min(2 * required_, kMostDriftEpochs);' \
   '  required_ = decisions_changed ? kDriftEpochs : kDriftEpochs;' \
   "zpp_unit_tests=DriftWatch*"
+# The configuration parser (src/config/env_parse.cc; issue 25, item 7): every documented rule
+# at its boundary, each caught by the per-variable cases of ConfigCaseTest.
+mutant config-range-min src/config/env_parse.cc \
+  '  if (*value < spec.min || *value > spec.max) {' \
+  '  if (*value <= spec.min || *value > spec.max) {' \
+  "zpp_unit_tests=*Config*"
+mutant config-range-max src/config/env_parse.cc \
+  '  if (*value < spec.min || *value > spec.max) {' \
+  '  if (*value < spec.min || *value >= spec.max) {' \
+  "zpp_unit_tests=*Config*"
+mutant config-power-of-two src/config/env_parse.cc \
+  '(*value & (*value - 1)) != 0' \
+  '*value % 2 != 0' \
+  "zpp_unit_tests=*Config*"
+mutant config-bits src/config/env_parse.cc \
+  '  if (spec.kind == Kind::kBits && *value != 4 && *value != 8) {' \
+  '  if (spec.kind == Kind::kBits && (*value < 4 || *value > 8)) {' \
+  "zpp_unit_tests=*Config*"
+mutant config-byte-suffix src/config/env_parse.cc \
+  '        shift = 20;' \
+  '        shift = 10;' \
+  "zpp_unit_tests=*Config*"
+mutant config-byte-overflow src/config/env_parse.cc \
+  '  if (*base > (std::numeric_limits<int64_t>::max() >> shift) ||' \
+  '  if (*base > std::numeric_limits<int64_t>::max() ||' \
+  "zpp_unit_tests=*Config*"
+mutant config-bool-words src/config/env_parse.cc \
+  '      for (std::string_view yes : {"1", "true", "yes", "on"}) {' \
+  '      for (std::string_view yes : {"1", "true", "yes"}) {' \
+  "zpp_unit_tests=*Config*"
+mutant config-path-length src/config/env_parse.cc \
+  '  } else if (s.size() >= kMaxPathLength) {' \
+  '  } else if (s.size() >= kMaxPathLength - 1) {' \
+  "zpp_unit_tests=*Config*"
+mutant config-blank-is-unset src/config/env_parse.cc \
+  '    if (value.empty()) continue;' \
+  '' \
+  "zpp_unit_tests=*Config*"
+# Nothing fallible on the collective path (issue 25, item 5): hpZ's counters made at set-up.
+mutant engine-prepare-at-set-up src/engine/engine.cc \
+  'Result Engine::Prepare() { return hpz_ ? hpz_->Prepare() : ncclSuccess; }' \
+  'Result Engine::Prepare() { return ncclSuccess; }' \
+  "zpp_sim_tests=HpzSetUp*@120"
 # The trials commit to what they measured, not to the model's first choice; the warm-up epoch is
 # not a trial's measurement; the tuner never goes below the user's bits; the model shortlists.
 mutant tune-trial-commits-measured src/tune/decision_table.cc \

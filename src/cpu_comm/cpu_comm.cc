@@ -6,6 +6,7 @@
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
+#include "engine/setup_outcome.h"
 #include "log/log.h"
 #include "sim/cluster_layout.h"
 #include "sim/sim_backend.h"
@@ -104,6 +105,14 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
   }
   if (options.tuning) trials_.emplace(options.tuning);
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
+  {
+    // What the collective path would otherwise make on first use, agreed (engine.h).
+    BackendByteAllGather exchange(*backend_, *stream_);
+    engine::SetUpOutcome outcome;
+    ZPP_CHECK(engine::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
+    ZPP_CHECK_ARG(outcome.all_ok, "zpp cpu communicator: preparing the engine failed on %s",
+                  outcome.Describe().c_str());
+  }
   watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
@@ -152,7 +161,7 @@ Result CpuComm::AtEpochAdvance() {
 }
 
 Result CpuComm::AdvanceTrials(BackendByteAllGather& exchange) {
-  const std::vector<double> mine = trial_log_.TakeMeans();
+  const std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
   std::vector<double> all(mine.size() * static_cast<size_t>(size_));
   ZPP_CHECK(
       exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
@@ -207,8 +216,12 @@ Result CpuComm::Timed(const plan::Call& call, Body&& body) {
     stats_.AddMeasuredUs(engine::PathOf(ran, call.op), static_cast<uint64_t>(us + 0.5));
     // Only the calls the table decided: a static rule's pass-through is the same in every trial.
     const bool decided = ran.kind != plan::PlanKind::kPassThrough || ran.reason == zppReasonTuned;
-    if (trials_->measuring() && decided) {
-      trial_log_.Add(trials_->current()->table.EntryOf(call), us);
+    if (trials_->running() && decided) {
+      using Kind = tune::TrialLog::Kind;
+      const Kind kind = ran.kind == plan::PlanKind::kHierarchicalAllGather ? Kind::kHpzFill
+                        : ran.kind == plan::PlanKind::kHpzHitAllGather     ? Kind::kHpzHit
+                                                                           : Kind::kOther;
+      trial_log_.Add(trials_->current()->table.EntryOf(call), us, kind);
     }
   }
   return result;

@@ -15,6 +15,7 @@
 #include "engine/pool_reservation.h"
 #include "engine/setup_outcome.h"
 #include "kernels/codec_kernels.h"
+#include "kernels/kernel_loading.h"
 #include "topology/discovery.h"
 #include "topology/hwloc_picture.h"
 #include "topology/plan_shape.h"
@@ -43,6 +44,15 @@ class CudaZppCommunicator final : public ZppCommunicator {
     copies_.reset();
     engine_.reset();  // its buffers, then the sub-communicators
     backend_.reset();
+  }
+
+  // At set-up: what the collective path would otherwise make on first use (engine.h), and every
+  // kernel loaded (kernels/kernel_loading.h).
+  Result Prepare() {
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    ZPP_CHECK(engine_->Prepare());
+    return codec::gpu::LoadKernels();
   }
 
   plan::Plan Decide(const plan::Call& call) const override { return engine_->Decide(call); }
@@ -225,8 +235,17 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
     ZPP_CHECK(tune::SetUpTuning(*backend, backend->internal_stream(), exchange, shape,
                                 options.settings, &tuned.tuning));
   }
-  *out = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, tuned, stats,
-                                               std::move(pool));
+  auto communicator = std::make_unique<CudaZppCommunicator>(std::move(backend), shape, tuned, stats,
+                                                            std::move(pool));
+  // Nothing fallible is left for the collective path: a rank that cannot prepare says so here,
+  // and every rank falls back together (the exchange's backend now belongs to `communicator`).
+  ZPP_CHECK(engine::AgreeOnOutcome(exchange, communicator->Prepare() == ncclSuccess, &outcome));
+  if (!outcome.all_ok) {
+    *why_not = "preparing the collective path failed on some ranks (" + outcome.Describe() +
+               ": kernels or hpZ's counters)";
+    return ncclInvalidUsage;
+  }
+  *out = std::move(communicator);
   why_not->clear();
   return ncclSuccess;
 }

@@ -35,6 +35,8 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   }
 }
 
+Result Engine::Prepare() { return hpz_ ? hpz_->Prepare() : ncclSuccess; }
+
 zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;
   const bool gather = op == plan::CollectiveOp::kAllGather;

@@ -62,6 +62,9 @@ class Engine {
 
   const plan::Shape& shape() const { return shape_; }
   // ZPP_TUNE=auto recalibrated (at an epoch advance, on every rank at the same call).
+  // At communicator set-up, before the ranks agree on the outcome: whatever the collective path
+  // would otherwise create on first use and could fail there (hpZ's counters and event).
+  Result Prepare();
   void SetTuning(std::shared_ptr<const tune::Tuning> tuning) { tuning_ = std::move(tuning); }
   const tune::Tuning* tuning() const { return tuning_.get(); }
   BufferPool& pool() { return *pool_; }

@@ -221,10 +221,7 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
   const int ranks = backend_.world_size();
   const auto derived = static_cast<uint32_t>(std::min(shapes_.size(), capacity_));
   // Buffers before the exchange is enqueued, from the pool: a refusal is every rank's alike.
-  if (!exchange_send_) {
-    ZPP_CHECK(context.pool.Take(sizeof(EpochRecord), &exchange_send_));
-    ZPP_CHECK(backend_.CreateEvent(&exchange_done_));
-  }
+  if (!exchange_send_) ZPP_CHECK(context.pool.Take(sizeof(EpochRecord), &exchange_send_));
   // The previous exchange has been read (HarvestAgreement runs first): the area may change.
   if (!harvest_ || harvest_pattern_capacity_ < derived) {
     const size_t capacity = std::max<size_t>(derived, kMinSlots);
@@ -255,11 +252,17 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
   return ncclSuccess;
 }
 
-Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
+Result HpzCache::Prepare() {
   if (!counters_) {
     ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));
     std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet
   }
+  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));
+  return ncclSuccess;
+}
+
+Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
+  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then
   size_t slots = kMinSlots;
   if (started_) {
     // The exchange of the previous advance has completed long since.

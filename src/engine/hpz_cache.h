@@ -94,6 +94,12 @@ class HpzCache {
   HpzCache(Backend& backend, uint64_t max_bytes, StatsCounters& stats,
            std::function<uint64_t()> epoch);
 
+  // At communicator set-up, where the ranks agree on the outcome: what hpZ needs that can fail
+  // (its host-visible counters, its exchange's event), so that no collective creates it (a
+  // failure there would be one rank's, with the others waiting in the exchange). Without it the
+  // first epoch makes them (tests that drive an Engine directly).
+  Result Prepare();
+
   // First, for every all-gather whose plan is hierarchical: starts the step epoch when it changed,
   // with its record exchange, a collective of its own that every rank makes at the same call.
   // A buffer the pool refuses in AllGather after it still passes the call through.

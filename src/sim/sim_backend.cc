@@ -78,6 +78,7 @@ Result SimBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
 }
 
 Result SimBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  if (host_allocation_fails_) return ncclUnhandledCudaError;
   *out = std::make_unique<SimMemory>(bytes);
   return ncclSuccess;
 }

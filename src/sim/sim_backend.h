@@ -81,6 +81,9 @@ class SimBackend final : public Backend {
   // Tests: from now on an Allocate of more than `bytes` fails as cudaMalloc does when the device
   // is full (ncclUnhandledCudaError); 0 fails every one.
   void SetAllocationLimitForTesting(size_t bytes) { allocation_limit_ = bytes; }
+  // Tests: from now on AllocateHostVisible fails (ncclUnhandledCudaError), as cudaHostAlloc does
+  // when pinned memory runs out.
+  void SetHostAllocationFailsForTesting(bool fails) { host_allocation_fails_ = fails; }
   // Tests: every task of `stream` from now on starts this much later (a slow writer).
   void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
   // The first failure of a collective or of device work since the start, as
@@ -118,6 +121,7 @@ class SimBackend final : public Backend {
   std::shared_ptr<std::atomic<int>> transport_error_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<uint64_t> kernels_{0};
   std::atomic<uint64_t> collectives_{0};
+  std::atomic<bool> host_allocation_fails_{false};
   std::atomic<size_t> allocation_limit_{SIZE_MAX};
 };
 

@@ -113,10 +113,11 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     options.epoch = [&epoch] { return epoch.Current(); };
     engine::Engine engine(backend, shape, options, stats);
     std::unique_ptr<Stream> stream;
-    if (backend.CreateStream(&stream) != ncclSuccess) {
+    if (engine.Prepare() != ncclSuccess || backend.CreateStream(&stream) != ncclSuccess) {
       ++failures;
       return;
     }
+    if (rank == spec.host_allocation_fails_rank) backend.SetHostAllocationFailsForTesting(true);
     CachingAllocator allocator;
     std::vector<std::vector<uint8_t>> shards(layers);
     for (size_t l = 0; l < layers; ++l) shards[l].resize(spec.layer_counts[l] * element);

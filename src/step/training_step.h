@@ -49,6 +49,9 @@ struct TrainingSpec {
   int missing_gather_step = -1;
   size_t missing_gather_layer = 2;
   uint64_t hpz_max_bytes = uint64_t{1} << 40;
+  // From after the engine's set-up (Engine::Prepare, as the communicators call it) on, this rank's
+  // host-visible allocations fail: nothing on the collective path may need one.
+  int host_allocation_fails_rank = -1;
 };
 
 struct TrainingResult {

@@ -91,6 +91,21 @@ double ModelledMicroseconds(const costmodel::ClusterModel& model, const plan::Sh
   return (time + costmodel::TimeOf(hit, call, model).total_us()) / 2;
 }
 
+namespace {
+
+// A hit's modelled time over its fill's, for a plan that fills hpZ's partition (0: none).
+float HitOverFill(const costmodel::ClusterModel& model, const plan::Shape& shape,
+                  const plan::Settings& settings, const plan::Call& call) {
+  const plan::Plan fill = plan::MakePlan(call, shape, settings, plan::HpzState{});
+  if (fill.kind != plan::PlanKind::kHierarchicalAllGather || !settings.hpz) return 0;
+  const plan::Plan hit = plan::MakePlan(call, shape, settings, plan::HpzState{true});
+  const double fill_us = costmodel::TimeOf(fill, call, model).total_us();
+  return fill_us > 0 ? static_cast<float>(costmodel::TimeOf(hit, call, model).total_us() / fill_us)
+                     : 0;
+}
+
+}  // namespace
+
 int DecisionTable::BandOf(uint64_t bytes) {
   if (bytes == 0) return 0;
   const int band = std::bit_width(bytes) - 1;
@@ -130,12 +145,23 @@ DecisionTable DecisionTable::Build(const costmodel::ClusterModel& model, const p
         std::stable_sort(ranked.begin(), ranked.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
         const int entry = (op * 3 + d) * kBands + band;
-        int n = 0;
+        std::vector<uint8_t> shortlist;
         for (const auto& [us, mask] : ranked) {
-          if (n == kMaxTrials || us > kShortlistFactor * ranked.front().first) break;
-          table.shortlist_[entry][n++] = mask;
+          if (static_cast<int>(shortlist.size()) == kMaxTrials ||
+              us > kShortlistFactor * ranked.front().first) {
+            break;
+          }
+          shortlist.push_back(mask);
         }
-        table.shortlisted_[entry] = static_cast<uint8_t>(n);
+        // hpZ last, the model's order kept within each group.
+        std::stable_partition(shortlist.begin(), shortlist.end(),
+                              [](uint8_t mask) { return !(mask & kHpz); });
+        for (size_t t = 0; t < shortlist.size(); ++t) {
+          table.shortlist_[entry][t] = shortlist[t];
+          table.hit_ratio_[entry][t] =
+              HitOverFill(model, shape, Masked(any_size, shortlist[t]), call);
+        }
+        table.shortlisted_[entry] = static_cast<uint8_t>(shortlist.size());
         table.choice_[entry] = ranked.front().second;
       }
     }
@@ -158,14 +184,17 @@ int DecisionTable::Trials() const {
 DecisionTable DecisionTable::ForTrial(int t) const {
   DecisionTable table = *this;
   for (int e = 0; e < kEntries; ++e) {
-    table.choice_[e] = shortlist_[e][t < shortlisted_[e] ? t : 0];
+    const int slot = t < shortlisted_[e] ? t : shortlisted_[e] - 1;
+    table.choice_[e] = shortlist_[e][slot];
+    table.hit_ratio_now_[e] = hit_ratio_[e][slot];
     table.expected_us_[e] = 0;
   }
   return table;
 }
 
 DecisionTable DecisionTable::Committed(const std::vector<std::vector<double>>& means) const {
-  DecisionTable table = ForTrial(0);
+  DecisionTable table = *this;  // the model's choice where no trial measured
+  table.hit_ratio_now_ = {};
   for (int e = 0; e < kEntries; ++e) {
     double best = 0;
     for (int t = 0; t < shortlisted_[e] && t < static_cast<int>(means.size()); ++t) {

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,13 @@ class DecisionTable {
 
   // The trials' steps: the longest shortlist.
   int Trials() const;
-  // The table of trial `t`: each entry its t-th candidate, or its first when it has fewer.
+  // The table of trial `t`: each entry its t-th candidate, or its last when it has fewer. The
+  // candidates with hpZ come last, so that the epochs before an hpZ trial (and before the commit)
+  // ran hpZ too: hpZ reuses partitions by the call pattern agreed two epochs earlier.
   DecisionTable ForTrial(int t) const;
+  // Per entry, a hit's time over a fill's by the model for the candidate the table runs (0: not
+  // hpZ): what a trial without hits (no pattern agreed yet) expects of the hits it would buy.
+  std::span<const float> hit_ratios() const { return hit_ratio_now_; }
   // The table the trials measured fastest: `means[t][entry]` is the agreed mean wall time of a
   // call of the entry under ForTrial(t) (0: no call), and a measured entry keeps that time as
   // what it expects (ExpectedUs). Entries no trial measured keep the model's choice.
@@ -54,7 +60,7 @@ class DecisionTable {
 
   static constexpr int kBands = 48;                // whole buffers of 1 byte to 256 TiB
   static constexpr int kEntries = 2 * 3 * kBands;  // op x dtype x band
-  static constexpr int kMaxTrials = 4;
+  static constexpr int kMaxTrials = 3;
   // The model is a prior, not the truth (on CPU ranks it misses the transport's CPU time and the
   // wait for late peers): a candidate it puts within this factor of the best is tried.
   static constexpr double kShortlistFactor = 3.0;
@@ -69,6 +75,8 @@ class DecisionTable {
   std::array<uint8_t, kEntries> choice_{};
   std::array<std::array<uint8_t, kMaxTrials>, kEntries> shortlist_{};
   std::array<uint8_t, kEntries> shortlisted_{};  // how many candidates
+  std::array<std::array<float, kMaxTrials>, kEntries> hit_ratio_{};
+  std::array<float, kEntries> hit_ratio_now_{};
   std::array<float, kEntries> expected_us_{};
 };
 

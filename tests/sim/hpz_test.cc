@@ -130,6 +130,17 @@ TEST(HpzFrameworkBuffersTest, EveryBackwardGatherHitsFromTheThirdEpoch) {
   }
 }
 
+// Issue 25, item 5: hpZ's host-visible counters are made at set-up, where the ranks agree on the
+// outcome; made at the first call (as before), one rank's failure there fails its call alone
+// while its peers wait in the epoch's exchange.
+TEST(HpzSetUpTest, NothingOnTheCollectivePathAllocatesHostMemory) {
+  TrainingSpec spec = Spec(TechniquesOn(true, true, false));
+  spec.host_allocation_fails_rank = 2;
+  const TrainingResult result = RunTraining(spec);
+  EXPECT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(spec.steps));
+}
+
 TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
   // Replaces the test that asserted zero hits for one input buffer shared by every layer.
   TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);

@@ -180,6 +180,7 @@ std::vector<Case> AllCases() {
         {name, " relative/path ", "relative/path", false},
         {name, "", "", false},
         {name, "  ", "", false},
+        {name, std::string(4095, 'p'), std::string(4095, 'p'), false},  // the longest
         {name, std::string(4096, 'p'), "", true},
     });
   }
