@@ -248,17 +248,25 @@ mutant tune-trial-commits-measured src/tune/decision_table.cc \
   '      if (us > 0 && (best == 0 || us < best)) {' \
   '      if (us > 0 && best == 0) {' \
   "zpp_unit_tests=TrialSchedule*"
-mutant tune-trial-warm-up-unmeasured src/tune/trial_schedule.cc \
-  '  if (trial_ >= 0) means_.emplace_back(agreed_means.begin(), agreed_means.end());' \
-  '  means_.emplace_back(agreed_means.begin(), agreed_means.end());' \
+mutant tune-trial-faster-epoch src/tune/trial_schedule.cc \
+  'if (us > 0 && (best[e] == 0 || us < best[e])) best[e] = us;' \
+  'if (us > 0 && best[e] == 0) best[e] = us;' \
   "zpp_unit_tests=TrialSchedule*"
+mutant tune-trial-hpz-last src/tune/decision_table.cc \
+  $'        std::stable_partition(shortlist.begin(), shortlist.end(),\n' \
+  $'        if (false) std::stable_partition(shortlist.begin(), shortlist.end(),\n' \
+  "zpp_unit_tests=TrialSchedule*"
+mutant tune-trial-hpz-hits-counted src/tune/trial_schedule.cc \
+  'means[e] *= (1.0 + hit_ratios[e]) / 2;' \
+  'means[e] *= 1.0;' \
+  "zpp_unit_tests=TrialLog*"
 mutant tune-never-lossier src/tune/decision_table.cc \
   '    s.qwz_bits = 8;' \
   '    s.qwz_bits = 2;' \
   "zpp_unit_tests=TrialSchedule*"
 mutant tune-shortlist src/tune/decision_table.cc \
-  '          if (n == kMaxTrials || us > kShortlistFactor * ranked.front().first) break;' \
-  '          if (n == 1 || us > kShortlistFactor * ranked.front().first) break;' \
+  'us > kShortlistFactor * ranked.front().first' \
+  'us > ranked.front().first' \
   "zpp_unit_tests=TrialSchedule*"
 # The sim's world collectives move what they count (each piece crosses each node boundary once):
 # a flat exchange carried twice plain's counted bytes over the testbed's links.

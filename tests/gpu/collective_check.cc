@@ -8,7 +8,12 @@
 //   - lossless paths are bitwise plain NCCL's; all-gather outputs are identical on every rank;
 //   - a grouped call runs at the group's end and equals the same call ungrouped; calls on a
 //     capturing stream pass through and equal plain NCCL's (a graph replayed 100 times);
-//   - hpZ: the second gather of a step equals the first, bitwise, over several steps.
+//   - hpZ: the second gather of a step equals the first, bitwise, over several steps;
+//   - a communicator's life as frameworks live it (issue 25): a group ended by
+//     ncclGroupSimulateEnd runs nothing and leaves no call deferred; a restart loop (split, use,
+//     destroy, three times) gives zpp's reservation back each time; ncclCommRevoke and
+//     ncclCommShrink(NCCL_SHRINK_ABORT) on a used sub-communicator return, and the parent still
+//     works (an NCCL without them answers ncclInvalidUsage: recorded as not run).
 // Each rank writes its rows as JSON lines (nlohmann) to --out; the exit code says whether all
 // passed.
 #include <cuda_runtime_api.h>
@@ -158,8 +163,14 @@ class Checker {
   int Grouped(size_t count);
   int Captured(size_t count);
   int HpzSteps(size_t count, int steps);
+  int SimulatedGroup(size_t count);
+  int RestartLoop(size_t count, int rounds);
+  int RevokeAndShrink(size_t count);
 
  private:
+  // One zpp all-gather on `comm` against plain NCCL's on the same input: the differing elements
+  // (lossless modes), or -1 on a CUDA or NCCL failure.
+  long GatherOn(ncclComm_t comm, int ranks, size_t count);
   void Record(Json row, bool ok) {
     row["rank"] = options_.rank;
     row["ok"] = ok;
@@ -425,6 +436,123 @@ int Checker::HpzSteps(size_t count, int steps) {
   return 0;
 }
 
+long Checker::GatherOn(ncclComm_t comm, int ranks, size_t count) {
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = std::sin(0.003 * i + options_.rank);
+  void* input = nullptr;
+  void* got = nullptr;
+  void* plain = nullptr;
+  const size_t bytes = count * 4 * static_cast<size_t>(ranks);
+  if (Upload(values, ncclFloat32, &input) != 0 || cudaMalloc(&got, bytes) != cudaSuccess ||
+      cudaMalloc(&plain, bytes) != cudaSuccess) {
+    return -1;
+  }
+  long wrong = -1;
+  std::vector<uint8_t> a, b;
+  if (ncclAllGather(input, got, count, ncclFloat32, comm, stream_) == ncclSuccess &&
+      plain_.all_gather(input, plain, count, ncclFloat32, comm, stream_) == ncclSuccess &&
+      Download(got, bytes, &a) == 0 && Download(plain, bytes, &b) == 0) {
+    wrong = settings_.qwz ? 0 : static_cast<long>(Differing(a, b, 4));
+  }
+  cudaFree(input);
+  cudaFree(got);
+  cudaFree(plain);
+  return wrong;
+}
+
+// PyTorch's estimate path: a group ended by ncclGroupSimulateEnd runs nothing of zpp's, and the
+// next (real) calls run as if it never happened.
+int Checker::SimulatedGroup(size_t count) {
+  void* input = nullptr;
+  void* out = nullptr;
+  std::vector<double> values(count, 1.0);
+  if (Upload(values, ncclFloat32, &input) != 0) return 1;
+  CHECK_CUDA(cudaMalloc(&out, count * 4 * options_.ranks));
+  const zppStats_t before = Stats();
+  CHECK_NCCL(ncclGroupStart());
+  CHECK_NCCL(ncclAllGather(input, out, count, ncclFloat32, comm_, stream_));
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  const ncclResult_t simulated = ncclGroupSimulateEnd(&info);
+  const zppStats_t after_simulation = Stats();
+  const long wrong = GatherOn(comm_, options_.ranks, count);
+  const uint64_t ran = (after_simulation.calls[zppPathQwz] - before.calls[zppPathQwz]) +
+                       (after_simulation.calls[zppPathHpz] - before.calls[zppPathHpz]);
+  Record({{"case", "simulate-end"},
+          {"count", count},
+          {"result", static_cast<int>(simulated)},
+          {"estimated_us", info.estimatedTime},
+          {"zpp_calls_in_simulation", ran},
+          {"wrong_after", wrong}},
+         simulated == ncclSuccess && ran == 0 && wrong == 0);
+  cudaFree(input);
+  cudaFree(out);
+  return 0;
+}
+
+// A training job restarting its process group: split, use, destroy, again. zpp's reservation
+// (ZPP_POOL_MB per communicator with a plan) must come back at each destroy.
+int Checker::RestartLoop(size_t count, int rounds) {
+  size_t free_first = 0, free_last = 0, total = 0;
+  long wrong = 0;
+  for (int round = 0; round < rounds; ++round) {
+    ncclComm_t sub = nullptr;
+    CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &sub, nullptr));
+    const long w = GatherOn(sub, options_.ranks, count);
+    wrong = w < 0 || wrong < 0 ? -1 : wrong + w;
+    CHECK_CUDA(cudaStreamSynchronize(stream_));
+    CHECK_NCCL(ncclCommDestroy(sub));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaMemGetInfo(round == 0 ? &free_first : &free_last, &total));
+  }
+  // The other ranks share the GPU and restart at their own pace: a margin of one reservation's
+  // worth of other processes' churn is not what this looks for, growth per round is.
+  const double grown_mib =
+      (static_cast<double>(free_first) - static_cast<double>(free_last)) / (1 << 20);
+  Record({{"case", "restart-loop"},
+          {"rounds", rounds},
+          {"wrong", wrong},
+          {"free_mib_after_first", free_first >> 20},
+          {"free_mib_after_last", free_last >> 20},
+          {"kept_mib", grown_mib}},
+         wrong == 0 && grown_mib < 256);
+  return 0;
+}
+
+// PyTorch's fault tolerance on a sub-communicator zpp has set up and used: revoke then abort,
+// and shrink with NCCL_SHRINK_ABORT (nothing excluded); the parent keeps working.
+int Checker::RevokeAndShrink(size_t count) {
+  ncclComm_t revoked = nullptr;
+  CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &revoked, nullptr));
+  const long used = GatherOn(revoked, options_.ranks, count);
+  CHECK_CUDA(cudaStreamSynchronize(stream_));
+  const ncclResult_t revoke = ncclCommRevoke(revoked, 0);
+  const ncclResult_t aborted = ncclCommAbort(revoked);
+  ncclComm_t parent = nullptr, shrunk = nullptr;
+  CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &parent, nullptr));
+  const long parent_used = GatherOn(parent, options_.ranks, count);
+  CHECK_CUDA(cudaStreamSynchronize(stream_));
+  const ncclResult_t shrink =
+      ncclCommShrink(parent, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_ABORT);
+  const long shrunk_used = shrink == ncclSuccess ? GatherOn(shrunk, options_.ranks, count) : 0;
+  CHECK_CUDA(cudaStreamSynchronize(stream_));
+  if (shrunk != nullptr) ncclCommDestroy(shrunk);
+  ncclCommAbort(parent);
+  const long after = GatherOn(comm_, options_.ranks, count);
+  const bool lacking = revoke == ncclInvalidUsage || shrink == ncclInvalidUsage;
+  Record({{"case", "revoke-shrink"},
+          {"count", count},
+          {"revoke", static_cast<int>(revoke)},
+          {"abort_after_revoke", static_cast<int>(aborted)},
+          {"shrink_abort", static_cast<int>(shrink)},
+          {"not_run", lacking ? "this NCCL lacks ncclCommRevoke or ncclCommShrink" : ""},
+          {"wrong_before", used},
+          {"wrong_on_shrunk", shrunk_used},
+          {"wrong_on_parent_after", after}},
+         used == 0 && parent_used == 0 && after == 0 && aborted == ncclSuccess &&
+             (lacking || (revoke == ncclSuccess && shrink == ncclSuccess && shrunk_used == 0)));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -469,7 +597,10 @@ int main(int argc, char** argv) {
     }
   }
   const size_t big = options.counts.back();
-  if (checker.Grouped(big) || checker.Captured(big) || checker.HpzSteps(big, 5)) return 1;
+  if (checker.Grouped(big) || checker.Captured(big) || checker.HpzSteps(big, 5) ||
+      checker.SimulatedGroup(big) || checker.RestartLoop(big, 3) || checker.RevokeAndShrink(big)) {
+    return 1;
+  }
 
   std::ofstream out(options.out);
   for (const Json& row : checker.rows()) out << row.dump() << "\n";

@@ -71,6 +71,7 @@ std::vector<Case> BitsCases(const std::string& name, const std::string& def) {
       {name, " 4 ", "4", false},  {name, "+8", "8", false},
       {name, "", def, false},     {name, "\t", def, false},
       {name, "3", def, true},     {name, "16", def, true},
+      {name, "6", def, true},     {name, "7", def, true},
       {name, "0", def, true},     {name, "-4", def, true},
       {name, "eight", def, true}, {name, "8bits", def, true},
       {name, "4.0", def, true},   {name, "18446744073709551616", def, true},
@@ -121,6 +122,7 @@ std::vector<Case> AllCases() {
       {"ZPP_MIN_BYTES", "-1", "1048576", true},
       {"ZPP_MIN_BYTES", "1025G", "1048576", true},        // above 1 TiB
       {"ZPP_MIN_BYTES", "8589934592G", "1048576", true},  // overflows when scaled
+      {"ZPP_MIN_BYTES", "17179869184G", "1048576", true},  // 2^64: would wrap to 0
       {"ZPP_MIN_BYTES", "99999999999999999999", "1048576", true},
       {"ZPP_MIN_BYTES", "K", "1048576", true},
       {"ZPP_MIN_BYTES", "12KB", "1048576", true},

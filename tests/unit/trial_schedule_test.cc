@@ -85,20 +85,43 @@ TEST(TrialScheduleTest, EachCandidateRunsTwoEpochsThenTheMeasuredFastestByItsFas
   EXPECT_EQ(trials.current()->table.Describe(), committed);
 }
 
-// hpZ reuses by the call pattern agreed two epochs earlier: its candidates are tried last, and
-// an entry with fewer candidates than the trials keeps running its last one.
-TEST(TrialScheduleTest, HpzCandidatesAreTriedLast) {
-  const DecisionTable table = Base(AllOn())->table;
-  bool hpz_tried = false;
-  for (int t = 0; t < table.Trials(); ++t) {
-    const uint8_t choice = table.ForTrial(t).Choice(kGather);
-    if (hpz_tried) {
-      EXPECT_TRUE(choice & kHpz) << "trial " << t << " after an hpZ trial";
-    }
-    hpz_tried = hpz_tried || (choice & kHpz);
-    EXPECT_EQ(table.ForTrial(t).hit_ratios()[table.EntryOf(kGather)] > 0, (choice & kHpz) != 0);
+// A later candidate measured fastest wins over the earlier ones, whatever the model preferred.
+TEST(TrialScheduleTest, TheLastCandidateWinsWhenItMeasuresFastest) {
+  const auto base = Base(AllOn());
+  const int entry = base->table.EntryOf(kGather);
+  const uint8_t last = base->table.ForTrial(base->table.Trials() - 1).Choice(kGather);
+  TrialSchedule trials(base);
+  std::vector<double> means(DecisionTable::kEntries);
+  for (int epoch = 0; trials.running(); ++epoch) {
+    means[entry] = 1000.0 - epoch;  // each trial faster than the one before
+    trials.Advance(means);
   }
-  EXPECT_TRUE(hpz_tried);
+  EXPECT_EQ(trials.current()->table.Choice(kGather), last);
+}
+
+// hpZ reuses by the call pattern agreed two epochs earlier: its candidates are tried last, even
+// where the model ranks them first (a slow link between nodes), and an entry with fewer
+// candidates than the trials keeps running its last one.
+TEST(TrialScheduleTest, HpzCandidatesAreTriedLast) {
+  int hpz_ranked_first_with_others_shortlisted = 0;
+  for (double inter_gbps : {0.5, 2.0, 8.0, 40.0}) {
+    auto model = CloseCall();
+    model.inter.gbps = inter_gbps;
+    const DecisionTable table = DecisionTable::Build(model, kShape, AllOn());
+    const int entry = table.EntryOf(kGather);
+    bool hpz_tried = false, other_tried = false;
+    for (int t = 0; t < table.Trials(); ++t) {
+      const uint8_t choice = table.ForTrial(t).Choice(kGather);
+      if (hpz_tried) {
+        EXPECT_TRUE(choice & kHpz) << "trial " << t << " after an hpZ trial, " << inter_gbps;
+      }
+      hpz_tried = hpz_tried || (choice & kHpz);
+      other_tried = other_tried || !(choice & kHpz);
+      EXPECT_EQ(table.ForTrial(t).hit_ratios()[entry] > 0, (choice & kHpz) != 0);
+    }
+    hpz_ranked_first_with_others_shortlisted += (table.Choice(kGather) & kHpz) && other_tried;
+  }
+  EXPECT_GT(hpz_ranked_first_with_others_shortlisted, 0) << "no model tells the order apart";
 }
 
 TEST(TrialScheduleTest, AnEntryNoTrialMeasuredKeepsTheModelsChoice) {
