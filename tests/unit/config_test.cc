@@ -120,8 +120,8 @@ std::vector<Case> AllCases() {
       {"ZPP_MIN_BYTES", "", "1048576", false},
       {"ZPP_MIN_BYTES", " \n", "1048576", false},
       {"ZPP_MIN_BYTES", "-1", "1048576", true},
-      {"ZPP_MIN_BYTES", "1025G", "1048576", true},        // above 1 TiB
-      {"ZPP_MIN_BYTES", "8589934592G", "1048576", true},  // overflows when scaled
+      {"ZPP_MIN_BYTES", "1025G", "1048576", true},         // above 1 TiB
+      {"ZPP_MIN_BYTES", "8589934592G", "1048576", true},   // overflows when scaled
       {"ZPP_MIN_BYTES", "17179869184G", "1048576", true},  // 2^64: would wrap to 0
       {"ZPP_MIN_BYTES", "99999999999999999999", "1048576", true},
       {"ZPP_MIN_BYTES", "K", "1048576", true},
