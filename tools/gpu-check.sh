@@ -7,7 +7,8 @@
 #   codec        ctest -L gpu (codec kernels bitwise = CPU reference)                  300 s
 #   codec-mem    compute-sanitizer memcheck on the codec GPU tests                     400 s
 #   plugin       4 ranks (processes on the one GPU, own NCCL_HOSTID, 2 nodes x 2) per   7 x 70 s
-#                mode: zpp-collective-check against plain NCCL and the CPU simulation
+#                mode: zpp-collective-check against plain NCCL and the CPU simulation, and
+#                a communicator's life (simulate-end, restart loop, revoke, shrink-abort)
 #   memcheck     compute-sanitizer memcheck on one small run of each mode               7 x 70 s
 #   racecheck    compute-sanitizer racecheck, likewise                                  7 x 70 s
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) four ways; ZPP_STATS must show     4 x 120 s
