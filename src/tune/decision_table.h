@@ -3,9 +3,9 @@
 // turned on a call runs with, the empty choice being NCCL. Built at communicator set-up from the
 // cost model (costmodel/cost_model.h) with the figures every rank agreed on (tune/calibration.h),
 // which also keeps, per entry, a shortlist of the candidates the model cannot rule out; the
-// trials (tune/trial_schedule.h) then run each for two steps and commit to the one measured fastest.
-// Every input is identical on all ranks, so every rank decides alike (contract 3), and a call
-// costs one table look-up.
+// trials (tune/trial_schedule.h) then run each for two steps and commit to the one measured
+// fastest. Every input is identical on all ranks, so every rank decides alike (contract 3), and a
+// call costs one table look-up.
 #pragma once
 
 #include <array>
