@@ -60,8 +60,15 @@ int BlocksPerWave(int device, bool aligned) {
              : 0;
 }
 
+// The device's SMs times the blocks of the kernel each holds; 0 when the SMs cannot be counted.
 template <bool kAligned>
-int AskBlocksPerWave(int multiprocessors) {
+int AskBlocksPerWave(int device) {
+  int multiprocessors = 0;
+  if (cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, FingerprintKernel<kAligned>, 256, 0) !=
           cudaSuccess ||
@@ -76,16 +83,16 @@ int AskBlocksPerWave(int multiprocessors) {
 
 namespace detail {
 bool LoadFingerprintKernels() {
-  int device = 0, multiprocessors = 0;
+  int device = 0;
   if (!LoadKernel(FingerprintKernel<true>) || !LoadKernel(FingerprintKernel<false>) ||
-      cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-          cudaSuccess) {
+      cudaGetDevice(&device) != cudaSuccess) {
     return false;
   }
+  const int aligned = AskBlocksPerWave<true>(device), unaligned = AskBlocksPerWave<false>(device);
+  if (aligned == 0 || unaligned == 0) return false;
   if (device >= 0 && device < kMostDevices) {
-    g_blocks_per_wave[device][1].store(AskBlocksPerWave<true>(multiprocessors));
-    g_blocks_per_wave[device][0].store(AskBlocksPerWave<false>(multiprocessors));
+    g_blocks_per_wave[device][1].store(aligned);
+    g_blocks_per_wave[device][0].store(unaligned);
   }
   return true;
 }
@@ -117,15 +124,9 @@ Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprin
   detail::WithBool(detail::Aligned16(data), [&](auto aligned) {
     constexpr bool kAligned = decltype(aligned)::value;
     int wave = BlocksPerWave(device, kAligned);
-    if (wave == 0) {  // not loaded at set-up (a test calling the codec directly): ask now
-      int multiprocessors = 0;
-      if (cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-          cudaSuccess) {
-        (void)cudaGetLastError();
-        multiprocessors = 1;
-      }
-      wave = AskBlocksPerWave<kAligned>(multiprocessors);
-    }
+    // Not loaded at set-up (a test calling the codec directly): ask now.
+    if (wave == 0) wave = AskBlocksPerWave<kAligned>(device);
+    if (wave == 0) wave = 1;
     const uint64_t cap = static_cast<uint64_t>(wave);
     const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
     FingerprintKernel<kAligned><<<grid, threads, 0, stream>>>(data, bytes.size(), out);

@@ -12,8 +12,9 @@ node 0), 2 ranks per node, the ranks grouped by zpp's own topology discovery (ea
 own host name; no ZPP_LOCAL_SIZE). gloo is the same script over gloo on the same links; the zpp
 modes are convergence's (bench/convergence/run.py) and `auto`: int4's settings with
 ZPP_TUNE=auto, the tuner choosing per call among NCCL, the techniques' subsets and 8 bits where
-int4 has 4 (zero++'s bits): never lossier than int4, the lossiest fixed mode here. Per framework, one 1-node run (all ranks on one
-node: no byte crosses a shaped link) gives the step time with no communication between nodes.
+int4 has 4 (zero++'s bits): never lossier than int4, the lossiest fixed mode here. Per
+framework, one 1-node run (all ranks on one node: no byte crosses a shaped link) gives the step
+time with no communication between nodes.
 
 Per run: the median step time over steps 5 to the end (each step's time from the script's
 CSV), the final loss, zpp's counted inter-node bytes per step over the same steps, the bytes
@@ -201,7 +202,8 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
 
 
 def tuner_lines(directory):
-    """Rank 0's TUNE lines: the agreed figures and the decision table (the first communicator)."""
+    """Rank 0's TUNE lines (its first communicator's): the agreed figures, the model's table, what
+    the trials measured and the committed table."""
     found = {}
     with open(os.path.join(directory, "node0.log"), errors="replace") as log:
         for line in log:

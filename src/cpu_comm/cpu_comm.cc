@@ -97,22 +97,23 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
         (options.settings.hpz || options.settings.qgz))) {
     shape.rack_level_allowed = false;
   }
+  BackendByteAllGather exchange(*backend_, *stream_);
   if (options.tune && shape.config_agreed) {
-    BackendByteAllGather exchange(*backend_, *stream_);
     ZPP_CHECK(
         tune::SetUpTuning(*backend_, *stream_, exchange, shape, options.settings, &options.tuning));
     ZPP_CHECK(backend_->AsyncError());
   }
-  if (options.tuning) trials_.emplace(options.tuning);
-  engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
-  {
-    // What the collective path would otherwise make on first use, agreed (engine.h).
-    BackendByteAllGather exchange(*backend_, *stream_);
-    engine::SetUpOutcome outcome;
-    ZPP_CHECK(engine::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
-    ZPP_CHECK_ARG(outcome.all_ok, "zpp cpu communicator: preparing the engine failed on %s",
-                  outcome.Describe().c_str());
+  if (options.tuning) {
+    // The first epoch is the first trial's: its calls are measured as that candidate's.
+    trials_.emplace(options.tuning);
+    options.tuning = trials_->current();
   }
+  engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
+  // What the collective path would otherwise make on first use, agreed (engine.h).
+  engine::SetUpOutcome outcome;
+  ZPP_CHECK(engine::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
+  ZPP_CHECK_ARG(outcome.all_ok, "zpp cpu communicator: preparing the engine failed on %s",
+                outcome.Describe().c_str());
   watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());

@@ -61,10 +61,10 @@ class Engine {
                        plan::Plan* chosen = nullptr);
 
   const plan::Shape& shape() const { return shape_; }
-  // ZPP_TUNE=auto recalibrated (at an epoch advance, on every rank at the same call).
   // At communicator set-up, before the ranks agree on the outcome: whatever the collective path
   // would otherwise create on first use and could fail there (hpZ's counters and event).
   Result Prepare();
+  // ZPP_TUNE=auto's next table (at an epoch advance, on every rank at the same call).
   void SetTuning(std::shared_ptr<const tune::Tuning> tuning) { tuning_ = std::move(tuning); }
   const tune::Tuning* tuning() const { return tuning_.get(); }
   BufferPool& pool() { return *pool_; }
@@ -81,9 +81,9 @@ class Engine {
   // Whether a run that returned `result` failed only because the bounded pool refused a buffer
   // before any collective was enqueued (since `before`): then it passes through.
   bool FellShort(Result result, const LaunchCounts& before);
-  // What the plan's run enqueued since `before`, into its path's launch counts.
-  // The settings a call runs with: the user's, less what the tuner left out for its size.
+  // The settings a call runs with: the user's, as the tuner chose them for its size.
   plan::Settings SettingsFor(const plan::Call& call) const;
+  // What the plan's run enqueued since `before`, into its path's launch counts.
   void CountLaunches(const plan::Plan& plan, plan::CollectiveOp op, const LaunchCounts& before);
 
   Backend& backend_;

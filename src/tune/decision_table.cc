@@ -11,6 +11,8 @@ namespace zpp::tune {
 namespace {
 
 constexpr ncclDataType_t kDtypes[3] = {ncclFloat32, ncclFloat16, ncclBfloat16};
+constexpr const char* kDtypeNames[3] = {"fp32", "fp16", "bf16"};
+constexpr const char* kOpNames[2] = {"all-gather", "reduce-scatter"};
 
 plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
   plan::Settings s = user;
@@ -36,13 +38,12 @@ std::vector<uint8_t> Candidates(const plan::Settings& user, plan::CollectiveOp o
   const uint8_t enabled = op == plan::CollectiveOp::kReduceScatter
                               ? static_cast<uint8_t>(user.qgz ? kQgz : 0)
                               : static_cast<uint8_t>((user.qwz ? kQwz : 0) | (user.hpz ? kHpz : 0));
-  const bool narrow = (user.qwz && user.qwz_bits < 8) || (user.qgz && user.qgz_bits_intra < 8);
   std::vector<uint8_t> out{0};
   for (uint8_t mask = 1; mask <= enabled; ++mask) {
     if ((mask & enabled) != mask) continue;
-    const bool bits_in_it =
+    const bool narrow =
         (mask & kQwz) ? user.qwz_bits < 8 : (mask & kQgz) && user.qgz_bits_intra < 8;
-    if (narrow && bits_in_it) out.push_back(mask | kWide);
+    if (narrow) out.push_back(mask | kWide);
     out.push_back(mask);
   }
   return out;
@@ -218,8 +219,6 @@ plan::Settings DecisionTable::SettingsFor(const plan::Call& call) const {
 }
 
 std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>& means) const {
-  const char* ops[2] = {"all-gather", "reduce-scatter"};
-  const char* dtypes[3] = {"fp32", "fp16", "bf16"};
   std::string out;
   for (int e = 0; e < kEntries; ++e) {
     const int tried = std::min<int>(shortlisted_[e], static_cast<int>(means.size()));
@@ -228,7 +227,7 @@ std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>
     if (!measured) continue;
     const int op = e / (3 * kBands), d = (e / kBands) % 3, band = e % kBands;
     if (!out.empty()) out.append("; ");
-    out.append(ops[op]).append(" ").append(dtypes[d]).append(" ");
+    out.append(kOpNames[op]).append(" ").append(kDtypeNames[d]).append(" ");
     out.append(BytesText(uint64_t{1} << band)).append("+:");
     char text[32];
     for (int t = 0; t < tried; ++t) {
@@ -243,12 +242,10 @@ std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>
 
 std::string DecisionTable::Describe() const {
   std::string out;
-  const char* ops[2] = {"all-gather", "reduce-scatter"};
-  const char* dtypes[3] = {"fp32", "fp16", "bf16"};
   for (int op = 0; op < 2; ++op) {
     for (int d = 0; d < 3; ++d) {
       if (!out.empty()) out.append("; ");
-      out.append(ops[op]).append(" ").append(dtypes[d]).append(":");
+      out.append(kOpNames[op]).append(" ").append(kDtypeNames[d]).append(":");
       for (int band = 0; band < kBands; ++band) {
         const int e = (op * 3 + d) * kBands + band;
         if (band > 0 && choice_[e] == choice_[e - 1]) continue;

@@ -58,9 +58,10 @@ void TrialSchedule::Advance(std::span<const double> agreed_means) {
     if (us > 0 && (best[e] == 0 || us < best[e])) best[e] = us;
   }
   ++epoch_;
+  const bool trying = epoch_ < kEpochsPerTrial * base_->table.Trials();
+  if (trying && epoch_ % kEpochsPerTrial != 0) return;  // the same candidate's next epoch
   auto next = std::make_shared<Tuning>(*base_);
-  if (epoch_ < kEpochsPerTrial * base_->table.Trials()) {
-    if (epoch_ % kEpochsPerTrial != 0) return;  // the same candidate's next epoch
+  if (trying) {
     next->table = base_->table.ForTrial(epoch_ / kEpochsPerTrial);
   } else {
     next->table = base_->table.Committed(means_);
