@@ -48,8 +48,14 @@ mutant fence-write-after-read src/fence/epoch_fence.cc \
   "zpp_fence_tests=*"
 mutant fence-read-after-write src/fence/epoch_fence.cc \
   '  return WaitFor(stream, last_write_);' \
-  '  return WaitFor(stream, StreamEvent{{}, nullptr});' \
+  '  return WaitFor(stream, StreamEvent{});' \
   "zpp_fence_tests=*"
+# Past the events reserved at set-up, uses chain on the shared event (issue 25, item 5): a record
+# on it follows its previous record.
+mutant fence-shared-event-chain src/fence/fence_events.cc \
+  '  if (shared_recorded_ && !shared_stream_.SameAs(stream.identity())) {' \
+  '  if (false) {' \
+  "zpp_fence_tests=*Chained*"
 # The staging buffers' own fence (issue 17, item 1).
 mutant fence-staging src/engine/plan_context.cc \
   $'  ZPP_CHECK(lease.fence().BeginWrite(context_.stream));\n' \
@@ -237,10 +243,15 @@ mutant config-blank-is-unset src/config/env_parse.cc \
   '    if (value.empty()) continue;' \
   '' \
   "zpp_unit_tests=*Config*"
-# Nothing fallible on the collective path (issue 25, item 5): hpZ's counters made at set-up.
+# Nothing fallible on the collective path (issue 25, item 5): hpZ's counters and the fences'
+# events made at set-up.
+mutant engine-fence-events-at-set-up src/engine/engine.cc \
+  '  if (buffers) ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));' \
+  '  (void)buffers;' \
+  "zpp_sim_tests=HpzSetUp*Event*@120"
 mutant engine-prepare-at-set-up src/engine/engine.cc \
-  'Result Engine::Prepare() { return hpz_ ? hpz_->Prepare() : ncclSuccess; }' \
-  'Result Engine::Prepare() { return ncclSuccess; }' \
+  '  return hpz_ ? hpz_->Prepare() : ncclSuccess;' \
+  '  return ncclSuccess;' \
   "zpp_sim_tests=HpzSetUp*@120"
 # The trials commit to what they measured, not to the model's first choice; the warm-up epoch is
 # not a trial's measurement; the tuner never goes below the user's bits; the model shortlists.

@@ -35,7 +35,12 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   }
 }
 
-Result Engine::Prepare() { return hpz_ ? hpz_->Prepare() : ncclSuccess; }
+Result Engine::Prepare() {
+  // A pool that can give no buffer has no fence to record.
+  const bool buffers = pool_->capacity() != 0 || !pool_->bounded();
+  if (buffers) ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));
+  return hpz_ ? hpz_->Prepare() : ncclSuccess;
+}
 
 zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;

@@ -62,8 +62,15 @@ class Engine {
 
   const plan::Shape& shape() const { return shape_; }
   // At communicator set-up, before the ranks agree on the outcome: whatever the collective path
-  // would otherwise create on first use and could fail there (hpZ's counters and event).
+  // would otherwise create on first use and could fail there (the fences' events, hpZ's
+  // counters and event).
   Result Prepare();
+  // Fence events made at set-up: a buffer's write and each stream reading it since take one
+  // while they matter. A model of 80 layers under hpZ keeps about 80 partitions (a write and
+  // one or two reads each) and a few dozen staging buffers; past the reserve, uses are ordered
+  // through one shared event (fence/fence_events.h). CUDA events cost about a microsecond each
+  // to make and no device memory.
+  static constexpr size_t kReservedFenceEvents = 1024;
   // ZPP_TUNE=auto's next table (at an epoch advance, on every rank at the same call).
   void SetTuning(std::shared_ptr<const tune::Tuning> tuning) { tuning_ = std::move(tuning); }
   const tune::Tuning* tuning() const { return tuning_.get(); }

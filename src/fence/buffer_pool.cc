@@ -48,14 +48,19 @@ class CarvedMemory final : public DeviceMemory {
 }  // namespace
 
 BufferPool::BufferPool(Backend& backend, bool fence_enabled)
-    : backend_(backend), fence_enabled_(fence_enabled), bounded_(false) {}
+    : backend_(backend), fence_enabled_(fence_enabled), bounded_(false), fence_events_(backend) {}
 
 BufferPool::BufferPool(Backend& backend, bool fence_enabled,
                        std::unique_ptr<DeviceMemory> reservation)
     : backend_(backend),
       fence_enabled_(fence_enabled),
       bounded_(true),
-      reservation_(std::move(reservation)) {}
+      reservation_(std::move(reservation)),
+      fence_events_(backend) {}
+
+Result BufferPool::Prepare(size_t events) {
+  return fence_enabled_ ? fence_events_.Reserve(events) : ncclSuccess;
+}
 
 size_t BufferPool::capacity() const { return reservation_ ? reservation_->size() : 0; }
 
@@ -107,7 +112,7 @@ Result BufferPool::Take(size_t bytes, BufferLease* out) {
   auto buffer = std::make_unique<PooledBuffer>();
   // No ZPP_CHECK: a bounded pool's refusal is an expected answer, which the caller handles.
   if (const Result made = NewBuffer(size, &buffer->memory); made != ncclSuccess) return made;
-  buffer->fence = std::make_unique<EpochFence>(backend_, fence_enabled_);
+  buffer->fence = std::make_unique<EpochFence>(backend_, fence_enabled_, fence_events_);
   buffer->leased = true;
   *out = BufferLease(this, buffer.get());
   buffers_.push_back(std::move(buffer));

@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "fence/epoch_fence.h"
+#include "fence/fence_events.h"
 
 namespace zpp {
 
@@ -59,6 +60,12 @@ class BufferPool {
   // Bounded: buffers are carved from `reservation` (null: none, every Take is refused).
   BufferPool(Backend& backend, bool fence_enabled, std::unique_ptr<DeviceMemory> reservation);
 
+  // At communicator set-up, where the ranks agree on the outcome: the events of the fences of
+  // up to `events` buffer uses, so that no fence creates one on the collective path
+  // (fence_events.h). Without it, fences make their events as they first need them.
+  Result Prepare(size_t events);
+  const FenceEvents& fence_events() const { return fence_events_; }
+
   // A buffer of at least `bytes` that no live lease holds; a lease `out` held is returned first. A
   // bounded pool with no free buffer that fits and no room left to carve one refuses
   // (ncclInternalError) and notes it.
@@ -67,6 +74,7 @@ class BufferPool {
   size_t TakeShortfall();
 
   size_t capacity() const;  // a bounded pool's reservation
+  bool bounded() const { return bounded_; }
   size_t buffers_allocated() const;
   size_t bytes_allocated() const;
 
@@ -86,6 +94,7 @@ class BufferPool {
   const bool fence_enabled_;
   const bool bounded_;
   const std::unique_ptr<DeviceMemory> reservation_;
+  FenceEvents fence_events_;  // before buffers_: their fences give events back to it
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<PooledBuffer>> buffers_;
   // Bounded: carved once, never given back to the reservation (a carved buffer keeps its fence,

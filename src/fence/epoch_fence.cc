@@ -2,11 +2,22 @@
 
 namespace zpp {
 
-EpochFence::EpochFence(Backend& backend, bool enabled) : backend_(backend), enabled_(enabled) {}
+EpochFence::EpochFence(Backend& backend, bool enabled, FenceEvents& events)
+    : backend_(backend), enabled_(enabled), events_(events) {}
+
+EpochFence::~EpochFence() {
+  Forget(last_write_);
+  for (StreamEvent& read : reads_) Forget(read);
+}
 
 uint64_t EpochFence::epoch() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return epoch_;
+}
+
+void EpochFence::Forget(StreamEvent& use) {
+  if (use.event != nullptr && !use.shared) events_.Release(use.event);
+  use = StreamEvent{};
 }
 
 Result EpochFence::WaitFor(Stream& stream, const StreamEvent& use) {
@@ -15,16 +26,20 @@ Result EpochFence::WaitFor(Stream& stream, const StreamEvent& use) {
   return backend_.StreamWaitEvent(stream, *use.event);
 }
 
-// Records the end of a read on `stream`'s own event, made on its first read.
+// Records the end of `use` on `stream`, on its own event (taken from the reserve on its first
+// record), or chained on the shared one.
+Result EpochFence::Record(StreamEvent& use, Stream& stream) {
+  if (use.event == nullptr) ZPP_CHECK(events_.Acquire(&use.event, &use.shared));
+  use.stream = stream.identity();
+  return use.shared ? events_.RecordShared(stream) : backend_.RecordEvent(*use.event, stream);
+}
+
 Result EpochFence::RecordRead(Stream& stream) {
   for (StreamEvent& entry : reads_) {
-    if (entry.stream.SameAs(stream.identity())) return backend_.RecordEvent(*entry.event, stream);
+    if (entry.stream.SameAs(stream.identity())) return Record(entry, stream);
   }
-  StreamEvent entry{stream.identity(), nullptr};
-  ZPP_CHECK(backend_.CreateEvent(&entry.event));
-  ZPP_CHECK(backend_.RecordEvent(*entry.event, stream));
-  reads_.push_back(std::move(entry));
-  return ncclSuccess;
+  reads_.emplace_back();
+  return Record(reads_.back(), stream);
 }
 
 Result EpochFence::BeginWrite(Stream& stream) {
@@ -39,11 +54,11 @@ Result EpochFence::EndWrite(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++epoch_;
   if (!enabled_) return ncclSuccess;
-  // The new write follows every earlier use, so they need no more waiting on.
+  // The new write follows every earlier use, so they need no more waiting on: their events go
+  // back to the reserve.
+  for (StreamEvent& read : reads_) Forget(read);
   reads_.clear();
-  if (last_write_.event == nullptr) ZPP_CHECK(backend_.CreateEvent(&last_write_.event));
-  last_write_.stream = stream.identity();
-  return backend_.RecordEvent(*last_write_.event, stream);
+  return Record(last_write_, stream);
 }
 
 Result EpochFence::BeginRead(Stream& stream) {

@@ -15,13 +15,18 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "fence/fence_events.h"
 
 namespace zpp {
 
 class EpochFence {
  public:
   // `enabled` false only for tests that show the race (ZPP_FENCE=0): then nothing waits.
-  EpochFence(Backend& backend, bool enabled);
+  // `events` (the pool's, made at set-up) must outlive the fence.
+  EpochFence(Backend& backend, bool enabled, FenceEvents& events);
+  ~EpochFence();
+  EpochFence(const EpochFence&) = delete;
+  EpochFence& operator=(const EpochFence&) = delete;
 
   Result BeginWrite(Stream& stream);
   Result EndWrite(Stream& stream);
@@ -34,20 +39,25 @@ class EpochFence {
 
  private:
   // A use's stream is kept by identity: the Stream object may be gone (a borrowed wrapper).
+  // `event` is one of `events_`, or its shared event (fence_events.h) when they ran out.
   struct StreamEvent {
     StreamIdentity stream;
-    std::unique_ptr<Event> event;
+    Event* event = nullptr;
+    bool shared = false;
   };
   Result RecordRead(Stream& stream);
   Result WaitFor(Stream& stream, const StreamEvent& use);
+  Result Record(StreamEvent& use, Stream& stream);
+  void Forget(StreamEvent& use);
 
   Backend& backend_;
   const bool enabled_;
+  FenceEvents& events_;
   mutable std::mutex mutex_;
   uint64_t epoch_ = 0;
   // The end of the latest write. One event serves whatever stream wrote: waits see an event's
   // latest record. Readers each need their own, since several may be in flight at once.
-  StreamEvent last_write_{{}, nullptr};
+  StreamEvent last_write_;
   std::vector<StreamEvent> reads_;  // one per stream that read since that write
 };
 

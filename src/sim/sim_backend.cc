@@ -89,6 +89,7 @@ Result SimBackend::CreateStream(std::unique_ptr<Stream>* out) {
 }
 
 Result SimBackend::CreateEvent(std::unique_ptr<Event>* out) {
+  if (event_creation_fails_) return ncclUnhandledCudaError;
   *out = std::make_unique<SimEvent>();
   return ncclSuccess;
 }

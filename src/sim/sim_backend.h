@@ -84,6 +84,8 @@ class SimBackend final : public Backend {
   // Tests: from now on AllocateHostVisible fails (ncclUnhandledCudaError), as cudaHostAlloc does
   // when pinned memory runs out.
   void SetHostAllocationFailsForTesting(bool fails) { host_allocation_fails_ = fails; }
+  // From now on CreateEvent fails (CUDA: out of driver resources).
+  void SetEventCreationFailsForTesting(bool fails) { event_creation_fails_ = fails; }
   // Tests: every task of `stream` from now on starts this much later (a slow writer).
   void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
   // The first failure of a collective or of device work since the start, as
@@ -122,6 +124,7 @@ class SimBackend final : public Backend {
   std::atomic<uint64_t> kernels_{0};
   std::atomic<uint64_t> collectives_{0};
   std::atomic<bool> host_allocation_fails_{false};
+  std::atomic<bool> event_creation_fails_{false};
   std::atomic<size_t> allocation_limit_{SIZE_MAX};
 };
 

@@ -55,11 +55,12 @@ void SimEvent::Record(SimStream& stream) {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     generation = ++state_->recorded;
+    state_->pending.insert(generation);
   }
   stream.Enqueue([state = state_, generation] {
     {
       std::lock_guard<std::mutex> lock(state->mutex);
-      if (state->completed < generation) state->completed = generation;
+      state->pending.erase(generation);
     }
     state->reached.notify_all();
   });
@@ -74,14 +75,14 @@ void SimEvent::MakeStreamWait(SimStream& stream) {
   if (target == 0) return;  // never recorded: CUDA treats the wait as satisfied
   stream.Enqueue([state = state_, target] {
     std::unique_lock<std::mutex> lock(state->mutex);
-    state->reached.wait(lock, [&] { return state->completed >= target; });
+    state->reached.wait(lock, [&] { return state->pending.count(target) == 0; });
   });
 }
 
 void SimEvent::Synchronize() {
   std::unique_lock<std::mutex> lock(state_->mutex);
   const uint64_t target = state_->recorded;
-  state_->reached.wait(lock, [&] { return state_->completed >= target; });
+  state_->reached.wait(lock, [&] { return state_->pending.count(target) == 0; });
 }
 
 }  // namespace zpp::sim

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "backend/backend.h"
@@ -74,8 +75,10 @@ class SimEvent final : public Event {
   struct State {
     std::mutex mutex;
     std::condition_variable reached;
-    uint64_t recorded = 0;   // host side: how many Records were issued
-    uint64_t completed = 0;  // device side: the latest Record the stream has reached
+    // As CUDA's: a wait is for the latest record when it is issued, and records of one event on
+    // different streams (an event reused by another fence) may complete out of order.
+    uint64_t recorded = 0;       // host side: how many Records were issued
+    std::set<uint64_t> pending;  // records their streams have not reached yet
   };
   // Shared with queued tasks, which may outlive the event (CUDA allows destroying an event
   // with work pending).

@@ -118,6 +118,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       return;
     }
     if (rank == spec.host_allocation_fails_rank) backend.SetHostAllocationFailsForTesting(true);
+    if (rank == spec.event_creation_fails_rank) backend.SetEventCreationFailsForTesting(true);
     CachingAllocator allocator;
     std::vector<std::vector<uint8_t>> shards(layers);
     for (size_t l = 0; l < layers; ++l) shards[l].resize(spec.layer_counts[l] * element);

@@ -52,6 +52,8 @@ struct TrainingSpec {
   // From after the engine's set-up (Engine::Prepare, as the communicators call it) on, this rank's
   // host-visible allocations fail: nothing on the collective path may need one.
   int host_allocation_fails_rank = -1;
+  // ...and this rank's event creations (the fences' events come from set-up too).
+  int event_creation_fails_rank = -1;
 };
 
 struct TrainingResult {

@@ -43,7 +43,8 @@ int StaleReadsWithSlowWriter(bool fence_enabled, int iterations) {
     std::unique_ptr<Stream> writer, reader;
     ASSERT_EQ(backend.CreateStream(&writer), ncclSuccess);
     ASSERT_EQ(backend.CreateStream(&reader), ncclSuccess);
-    EpochFence fence(backend, fence_enabled);
+    FenceEvents events(backend);
+    EpochFence fence(backend, fence_enabled, events);
     std::vector<uint64_t> buffer(4096, 0);
     for (int i = 1; i <= iterations; ++i) {
       ASSERT_EQ(fence.BeginWrite(*writer), ncclSuccess);
@@ -82,7 +83,8 @@ int StaleReadsThroughOneBorrowedSlot(int iterations) {
   SimWorld world(ClusterLayout::Uniform(1, 1));
   world.RunRanks([&](SimBackend& backend) {
     sim::SimStream writer, reader;  // what FSDP2's all-gather and reduce-scatter streams are
-    EpochFence fence(backend, /*enabled=*/true);
+    FenceEvents events(backend);
+    EpochFence fence(backend, /*enabled=*/true, events);
     std::vector<uint64_t> buffer(4096, 0);
     std::optional<sim::SimStream> slot;  // one address for every borrowed wrapper
     for (int i = 1; i <= iterations; ++i) {
@@ -125,7 +127,8 @@ TEST(EpochFenceTest, EpochCountsWrites) {
   world.RunRanks([&](SimBackend& backend) {
     std::unique_ptr<Stream> stream;
     ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
-    EpochFence fence(backend, true);
+    FenceEvents events(backend);
+    EpochFence fence(backend, true, events);
     EXPECT_EQ(fence.epoch(), 0u);
     for (int i = 0; i < 3; ++i) {
       ASSERT_EQ(fence.BeginWrite(*stream), ncclSuccess);
@@ -145,7 +148,9 @@ struct RandomRunResult {
   uint64_t host_syncs = 0;
 };
 
-RandomRunResult RandomizedUses(bool fence_enabled, int operations, uint32_t seed) {
+// `reserved_events`: as a communicator's set-up makes them (-1: none reserved, made on demand).
+RandomRunResult RandomizedUses(bool fence_enabled, int operations, uint32_t seed,
+                               int reserved_events = -1) {
   constexpr int kBuffers = 4;
   constexpr int kStreams = 3;
   std::atomic<int> stale{0}, torn{0};
@@ -153,11 +158,17 @@ RandomRunResult RandomizedUses(bool fence_enabled, int operations, uint32_t seed
   world.RunRanks([&](SimBackend& backend) {
     std::vector<std::unique_ptr<Stream>> streams(kStreams);
     for (auto& stream : streams) ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    FenceEvents events(backend);
+    if (reserved_events >= 0) {
+      ASSERT_EQ(events.Reserve(reserved_events), ncclSuccess);
+    }
+    // Set-up made every event there is: none may be made on the way.
+    backend.SetEventCreationFailsForTesting(reserved_events >= 0);
     std::vector<std::unique_ptr<EpochFence>> fences;
     std::vector<std::vector<uint64_t>> buffers(kBuffers, std::vector<uint64_t>(256, 0));
     std::vector<uint64_t> generation(kBuffers, 0);
     for (int b = 0; b < kBuffers; ++b) {
-      fences.push_back(std::make_unique<EpochFence>(backend, fence_enabled));
+      fences.push_back(std::make_unique<EpochFence>(backend, fence_enabled, events));
     }
     std::mt19937 rng(seed);
     for (int op = 0; op < operations; ++op) {
@@ -199,6 +210,44 @@ TEST(EpochFenceTest, RandomizedUsesAcrossStreamsNeverRace) {
   EXPECT_EQ(result.stale_reads, 0);
   EXPECT_EQ(result.torn_writes, 0);
   EXPECT_EQ(result.host_syncs, 0u);
+}
+
+// Issue 25, item 5: the events come from a reserve made at set-up. Fewer than the uses need
+// (a write and up to three reading streams per buffer, four buffers): the rest are chained on
+// the shared event, which orders too much but never too little, and nothing creates an event.
+TEST(EpochFenceTest, UsesPastTheReservedEventsAreChainedAndNeverRace) {
+  for (const int reserved : {0, 3, 9}) {
+    const RandomRunResult result = RandomizedUses(/*fence_enabled=*/true, 4000, 20261125, reserved);
+    EXPECT_EQ(result.stale_reads, 0) << reserved << " events reserved";
+    EXPECT_EQ(result.torn_writes, 0) << reserved << " events reserved";
+    EXPECT_EQ(result.host_syncs, 0u) << reserved << " events reserved";
+  }
+}
+
+TEST(EpochFenceTest, EventsGoBackToTheReserveWhenNoLongerWaitedOn) {
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> a, b;
+    ASSERT_EQ(backend.CreateStream(&a), ncclSuccess);
+    ASSERT_EQ(backend.CreateStream(&b), ncclSuccess);
+    FenceEvents events(backend);
+    ASSERT_EQ(events.Reserve(4), ncclSuccess);
+    {
+      EpochFence fence(backend, true, events);
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(fence.BeginWrite(*a), ncclSuccess);
+        ASSERT_EQ(fence.EndWrite(*a), ncclSuccess);
+        ASSERT_EQ(fence.BeginRead(*a), ncclSuccess);
+        ASSERT_EQ(fence.EndRead(*a), ncclSuccess);
+        ASSERT_EQ(fence.BeginRead(*b), ncclSuccess);
+        ASSERT_EQ(fence.EndRead(*b), ncclSuccess);
+        EXPECT_EQ(events.free_events(), 1u) << "a write and two reading streams hold three";
+      }
+    }
+    EXPECT_EQ(events.free_events(), 4u) << "a fence gives its events back when it goes";
+    backend.Synchronize(*a);
+    backend.Synchronize(*b);
+  });
 }
 
 TEST(EpochFenceTest, RandomizedUsesWithoutFenceAreCaught) {

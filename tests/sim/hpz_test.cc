@@ -141,6 +141,19 @@ TEST(HpzSetUpTest, NothingOnTheCollectivePathAllocatesHostMemory) {
   EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(spec.steps));
 }
 
+// Issue 25, item 5: the fences' events are made at set-up too (Engine::Prepare). Made on first
+// use (as before), the rank whose event creation fails fails its call alone.
+TEST(HpzSetUpTest, NothingOnTheCollectivePathCreatesAnEvent) {
+  for (const bool qwz : {false, true}) {
+    TrainingSpec spec = Spec(TechniquesOn(qwz, true, true));
+    spec.event_creation_fails_rank = 1;
+    const TrainingResult result = RunTraining(spec);
+    EXPECT_EQ(result.failures, 0) << "qwZ " << qwz;
+    EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(spec.steps)) << "qwZ " << qwz;
+    EXPECT_EQ(result.nan_outputs, 0) << "qwZ " << qwz;
+  }
+}
+
 TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
   // Replaces the test that asserted zero hits for one input buffer shared by every layer.
   TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
