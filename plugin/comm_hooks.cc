@@ -1,9 +1,11 @@
 // The exported hooks on communicator creation, destruction and groups: forwarded to the real
 // NCCL, with zpp's per-communicator state kept beside (DESIGN.md, "Runtime NCCL").
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "common/c_boundary.h"
+#include "log/log.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"
 #include "plugin/group_state.h"
@@ -18,9 +20,61 @@ using zpp::plugin::AfterCreation;
 using zpp::plugin::BlockingOf;
 using zpp::plugin::Comms;
 
+// Communicators zpp aborted (abort, revoke, shrink with NCCL_SHRINK_ABORT). Abort returns at
+// once, on the watchdog's thread, while the device may be stuck: freeing zpp's state then
+// (cudaFree waits for the device) could hang it. So the state waits here until every device use
+// of its memory has run, asked without waiting, and is freed at a later creation or destroy of a
+// communicator (an in-process restart, torchelastic's or torchft's, makes new ones): restarts do
+// not leak a reservation each. A state whose question fails (the context is broken) is kept to
+// the end of the process.
+class AbortedStates {
+ public:
+  void Add(std::shared_ptr<zpp::ZppCommunicator> zpp) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_.push_back(std::move(zpp));
+  }
+  void FreeThoseWhoseDeviceWorkRan() {
+    std::vector<std::shared_ptr<zpp::ZppCommunicator>> done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        bool ended = false;
+        if ((*it)->DeviceUsesEnded(&ended) != ncclSuccess) {
+          ZPP_WARN(
+              "an aborted communicator's device work cannot be queried: its zpp memory is kept "
+              "to the end of the process");
+          kept_.push_back(std::move(*it));
+          it = waiting_.erase(it);
+        } else if (ended) {
+          done.push_back(std::move(*it));
+          it = waiting_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    // Outside the lock: a call still running on another thread keeps its state until it returns.
+    if (!done.empty()) {
+      ZPP_INFO(kInit, "freeing zpp's state of %zu aborted communicator(s): their device work ran",
+               done.size());
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<zpp::ZppCommunicator>> waiting_;
+  std::vector<std::shared_ptr<zpp::ZppCommunicator>> kept_;
+};
+
+AbortedStates& Aborted() {
+  static auto* states = new AbortedStates();  // never destroyed: hooks may run at exit
+  return *states;
+}
+
 // Creation succeeded (or is in progress on a nonblocking communicator): track the new one.
 ncclResult_t Created(const zpp::NcclFunctions& nccl, ncclResult_t result, ncclComm_t comm,
                      bool blocking, const char* how) {
+  Aborted().FreeThoseWhoseDeviceWorkRan();
   if ((result == ncclSuccess || result == ncclInProgress) && comm != nullptr) {
     AfterCreation(nccl, comm, blocking && result == ncclSuccess, how);
   }
@@ -32,25 +86,20 @@ bool ParentBlocking(ncclComm_t parent) {
   return state == nullptr || state->blocking;
 }
 
-// Communicators zpp aborted: their zpp state is kept to the end of the process, never freed.
-void KeepForever(std::shared_ptr<zpp::ZppCommunicator> zpp) {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<std::shared_ptr<zpp::ZppCommunicator>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  kept->push_back(std::move(zpp));
-}
-
 // Destroy and finalize release zpp's state on `comm` (its sub-communicators and buffers) before
 // NCCL frees the parent; a call still running on another thread holds it until it returns.
 // Abort must return at once, on the watchdog's thread, while the device may be stuck: zpp
-// aborts its sub-communicators and keeps its state, never freeing it (a cudaFree would wait
-// for the stuck kernel the abort is meant to end).
+// aborts its sub-communicators and leaves its state to AbortedStates (never freed on the spot).
 void Forget(ncclComm_t comm, bool abort, const char* why) {
   std::shared_ptr<zpp::ZppCommunicator> zpp = Comms().Retire(comm, why);
   zpp::plugin::PreMuls().RemoveComm(comm);
-  if (zpp != nullptr && abort) {
-    zpp->Abort();
-    KeepForever(std::move(zpp));
+  if (abort) {
+    if (zpp != nullptr) {
+      zpp->Abort();
+      Aborted().Add(std::move(zpp));
+    }
+  } else {
+    Aborted().FreeThoseWhoseDeviceWorkRan();
   }
 }
 

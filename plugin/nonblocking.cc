@@ -36,6 +36,7 @@ class DuplicateOwner final : public ZppCommunicator {
     if (nccl_.CommAbort != nullptr) nccl_.CommAbort(duplicate_);
     aborted_ = true;
   }
+  Result DeviceUsesEnded(bool* ended) override { return inner_->DeviceUsesEnded(ended); }
   Result AsyncError() const override {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     if (aborted_) return ncclSuccess;

@@ -253,6 +253,11 @@ mutant engine-prepare-at-set-up src/engine/engine.cc \
   '  return hpz_ ? hpz_->Prepare() : ncclSuccess;' \
   '  return ncclSuccess;' \
   "zpp_sim_tests=HpzSetUp*@120"
+# An aborted communicator's state is freed once its device work ran (issue 25, item 3).
+mutant plugin-aborted-state-freed plugin/comm_hooks.cc \
+  '        } else if (ended) {' \
+  '        } else if (false) {' \
+  "zpp_plugin_decision_tests=*Abort*"
 # The trials commit to what they measured, not to the model's first choice; the warm-up epoch is
 # not a trial's measurement; the tuner never goes below the user's bits; the model shortlists.
 mutant tune-trial-commits-measured src/tune/decision_table.cc \

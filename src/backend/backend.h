@@ -125,6 +125,9 @@ class Backend {
   // Blocks the host until `event`'s latest record has run, then copies device to host. zpp
   // calls it once per step epoch, on an event recorded a whole epoch earlier (hpZ agreement).
   virtual Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) = 0;
+  // Whether the stream work before the event's latest record has run, without waiting
+  // (cudaEventQuery); true for an event never recorded.
+  virtual Result EventReached(Event& event, bool* reached) = 0;
 
   // The 64-bit fingerprint of `bytes` (codec::Fingerprint) into *device_out.
   virtual Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,

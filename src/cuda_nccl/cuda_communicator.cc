@@ -82,6 +82,13 @@ class CudaZppCommunicator final : public ZppCommunicator {
   }
 
   void Abort() override { backend_->AbortSubCommunicators(); }
+  Result DeviceUsesEnded(bool* ended) override {
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    ZPP_CHECK(engine_->UsesEnded(ended));
+    if (*ended) ZPP_CHECK(copies_->UsesEnded(ended));
+    return ncclSuccess;
+  }
   Result AsyncError() const override { return backend_->SubCommunicatorError(); }
 
  private:

@@ -282,6 +282,17 @@ Result CudaNcclBackend::ReadAfter(Event& event, void* host_dst, const void* src,
   return ncclSuccess;
 }
 
+Result CudaNcclBackend::EventReached(Event& event, bool* reached) {
+  const cudaError_t state = cudaEventQuery(HandleOf(event));
+  *reached = state == cudaSuccess;
+  if (state == cudaErrorNotReady) {
+    cudaGetLastError();  // not an error: leave none behind for the next check
+    return ncclSuccess;
+  }
+  ZPP_CUDA_CHECK(state);
+  return ncclSuccess;
+}
+
 Result CudaNcclBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                                     Stream& stream) {
   CountKernel();  // one device operation, as the sim counts it (its memset of the sum aside)

@@ -38,6 +38,12 @@ class ZppCommunicator {
   // destroys them otherwise).
   virtual void Abort() = 0;
 
+  // After Abort: whether every device use of zpp's memory on this communicator has run, asked
+  // without waiting (its fences' events). The plugin frees an aborted communicator's state only
+  // then, so that the free never waits on the device (it may be stuck: that is why the job
+  // aborts). An error answers false and the state is kept.
+  virtual Result DeviceUsesEnded(bool* ended) = 0;
+
   // The first error one of zpp's sub-communicators reports (ncclCommGetAsyncError), so that the
   // parent's poll shows it: PyTorch's watchdog then aborts instead of waiting on a hang. Safe to
   // call from any thread, at any time; ncclSuccess after an abort.

@@ -42,6 +42,12 @@ Result Engine::Prepare() {
   return hpz_ ? hpz_->Prepare() : ncclSuccess;
 }
 
+Result Engine::UsesEnded(bool* ended) {
+  ZPP_CHECK(pool_->UsesEnded(ended));
+  if (*ended && hpz_) ZPP_CHECK(hpz_->UsesEnded(ended));
+  return ncclSuccess;
+}
+
 zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;
   const bool gather = op == plan::CollectiveOp::kAllGather;

@@ -75,6 +75,9 @@ class Engine {
   void SetTuning(std::shared_ptr<const tune::Tuning> tuning) { tuning_ = std::move(tuning); }
   const tune::Tuning* tuning() const { return tuning_.get(); }
   BufferPool& pool() { return *pool_; }
+  // Whether every device use of the engine's memory has run, without waiting: after an abort,
+  // the memory can then be freed with no wait on the device.
+  Result UsesEnded(bool* ended);
   const HpzCache* hpz() const { return hpz_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {

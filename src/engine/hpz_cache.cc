@@ -233,7 +233,13 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
   auto* send = static_cast<std::byte*>(exchange_send_.data());
   auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_.data()) +
                                              ranks * sizeof(EpochRecord));
-  // The fence's exclusive side (see AllGather): waits for every call's slot, on every stream.
+  // Every buffer below is written under its fence's exclusive side, as a kept partition is
+  // (contract 1). The host's wait for the previous exchange (HarvestAgreement) happens to order
+  // them today; the fences keep them ordered if that wait ever moves.
+  ZPP_CHECK(exchange_send_.fence().BeginWrite(stream));
+  ZPP_CHECK(harvest_.fence().BeginWrite(stream));
+  // The fingerprints' exclusive side (see AllGather): waits for every call's slot, on every
+  // stream.
   ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));
   ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,
                                   ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),
@@ -244,12 +250,19 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
                             Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));
   ZPP_CHECK(
       backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
+  ZPP_CHECK(exchange_send_.fence().EndWrite(stream));
+  ZPP_CHECK(harvest_.fence().EndWrite(stream));
   ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));
   exchange_pending_ = true;
   exchanged_shapes_ = shapes_;
   exchanged_pattern_calls_ = derived;
   exchanged_epoch_ = epoch_;
   return ncclSuccess;
+}
+
+Result HpzCache::UsesEnded(bool* ended) {
+  *ended = true;
+  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;
 }
 
 Result HpzCache::Prepare() {
@@ -275,6 +288,11 @@ Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
   // fails the call before any collective. Its fence orders it after its earlier users.
   BufferLease fingerprints;
   ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));
+  // The calls write their slots under the fence's shared side (AllGather), which waits for the
+  // last write only: an exclusive use first orders them after every earlier user of these
+  // bytes, readers included (a dropped partition that a hit on another stream still reads).
+  ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));
+  ZPP_CHECK(fingerprints.fence().EndWrite(context.stream));
   // Then tell about the epoch that just ended.
   if (started_) ZPP_CHECK(ExchangeRecord(context));
   started_ = true;

@@ -110,6 +110,10 @@ class HpzCache {
                    const plan::Shape& shape, const plan::Settings& settings,
                    const AllGatherArgs& args);
 
+  // Whether the device work hpZ enqueued outside its buffers' fences (the epoch exchange's
+  // record) has run, without waiting.
+  Result UsesEnded(bool* ended);
+
   // Reports (WARN, stats) verification failures the device has counted since the last look.
   void PollFailures();
 

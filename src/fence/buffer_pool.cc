@@ -124,6 +124,16 @@ void BufferPool::Give(PooledBuffer* buffer) {
   buffer->leased = false;
 }
 
+Result BufferPool::UsesEnded(bool* ended) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *ended = true;
+  for (auto& buffer : buffers_) {
+    ZPP_CHECK(buffer->fence->UsesEnded(ended));
+    if (!*ended) break;
+  }
+  return ncclSuccess;
+}
+
 size_t BufferPool::buffers_allocated() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return buffers_.size();

@@ -73,6 +73,9 @@ class BufferPool {
   // The size class of the latest refused Take since the last call (0: none), then forgets it.
   size_t TakeShortfall();
 
+  // Whether every device use of every buffer has run, without waiting (EpochFence::UsesEnded).
+  Result UsesEnded(bool* ended);
+
   size_t capacity() const;  // a bounded pool's reservation
   bool bounded() const { return bounded_; }
   size_t buffers_allocated() const;

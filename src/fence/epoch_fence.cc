@@ -42,6 +42,17 @@ Result EpochFence::RecordRead(Stream& stream) {
   return Record(reads_.back(), stream);
 }
 
+Result EpochFence::UsesEnded(bool* ended) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *ended = true;
+  if (last_write_.event != nullptr) ZPP_CHECK(backend_.EventReached(*last_write_.event, ended));
+  for (const StreamEvent& read : reads_) {
+    if (!*ended) break;
+    ZPP_CHECK(backend_.EventReached(*read.event, ended));
+  }
+  return ncclSuccess;
+}
+
 Result EpochFence::BeginWrite(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return ncclSuccess;

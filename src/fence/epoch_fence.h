@@ -33,6 +33,10 @@ class EpochFence {
   Result BeginRead(Stream& stream);
   Result EndRead(Stream& stream);
 
+  // Whether every use the fence remembers has run on the device, without waiting: the memory
+  // can then be freed (an aborted communicator's, fence_events.h's shared event included).
+  Result UsesEnded(bool* ended);
+
   // Completed-or-enqueued writes so far (host view).
   uint64_t epoch() const;
   bool enabled() const { return enabled_; }

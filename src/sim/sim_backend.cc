@@ -321,6 +321,11 @@ Result SimBackend::ReadAfter(Event& event, void* host_dst, const void* src, size
   return ncclSuccess;
 }
 
+Result SimBackend::EventReached(Event& event, bool* reached) {
+  *reached = AsSim(event).Reached();
+  return ncclSuccess;
+}
+
 Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                                Stream& stream) {
   return LaunchChecked(stream,

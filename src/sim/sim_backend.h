@@ -48,6 +48,7 @@ class SimBackend final : public Backend {
                        float scale, GroupKind group, Stream& stream) override;
   Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
   Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
+  Result EventReached(Event& event, bool* reached) override;
   Result TimeWork(Stream& stream, const std::function<Result()>& enqueue, double* seconds) override;
   Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                      Stream& stream) override;

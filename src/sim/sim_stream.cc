@@ -79,6 +79,11 @@ void SimEvent::MakeStreamWait(SimStream& stream) {
   });
 }
 
+bool SimEvent::Reached() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->pending.count(state_->recorded) == 0;
+}
+
 void SimEvent::Synchronize() {
   std::unique_lock<std::mutex> lock(state_->mutex);
   const uint64_t target = state_->recorded;

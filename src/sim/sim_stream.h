@@ -70,6 +70,8 @@ class SimEvent final : public Event {
   void MakeStreamWait(SimStream& stream);
   // Blocks the calling host thread until the latest Record has been reached.
   void Synchronize();
+  // Whether the latest Record has been reached, without waiting.
+  bool Reached() const;
 
  private:
   struct State {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "sim/sim_backend.h"
@@ -110,6 +112,46 @@ TEST(BufferPoolTest, LeaseMovesOwnership) {
     BufferLease c;
     ASSERT_EQ(pool.Take(100, &c), ncclSuccess);
     EXPECT_EQ(c.data(), data);  // returned by the move-assignment
+  });
+}
+
+}  // namespace
+}  // namespace zpp
+
+namespace zpp {
+namespace {
+
+// Issue 25, item 3: an aborted communicator's memory is freed once every device use of it ran,
+// asked without waiting; the pool answers from its buffers' fences.
+TEST(BufferPoolTest, UsesEndedOnlyOnceEveryBuffersDeviceWorkRan) {
+  SimWorld world(ClusterLayout::Uniform(1, 1));
+  world.RunRanks([&](SimBackend& backend) {
+    std::unique_ptr<Stream> slow, fast;
+    ASSERT_EQ(backend.CreateStream(&slow), ncclSuccess);
+    ASSERT_EQ(backend.CreateStream(&fast), ncclSuccess);
+    BufferPool pool(backend, true);
+    ASSERT_EQ(pool.Prepare(8), ncclSuccess);
+    bool ended = false;
+    ASSERT_EQ(pool.UsesEnded(&ended), ncclSuccess);
+    EXPECT_TRUE(ended) << "an empty pool";
+    std::atomic<bool> release{false};
+    BufferLease written, read;
+    ASSERT_EQ(pool.Take(4096, &written), ncclSuccess);
+    ASSERT_EQ(pool.Take(4096, &read), ncclSuccess);
+    ASSERT_EQ(written.fence().BeginWrite(*fast), ncclSuccess);
+    ASSERT_EQ(written.fence().EndWrite(*fast), ncclSuccess);
+    ASSERT_EQ(read.fence().BeginRead(*slow), ncclSuccess);
+    backend.Launch(*slow, [&release] {
+      while (!release.load()) std::this_thread::yield();
+    });
+    ASSERT_EQ(read.fence().EndRead(*slow), ncclSuccess);
+    backend.Synchronize(*fast);
+    ASSERT_EQ(pool.UsesEnded(&ended), ncclSuccess);
+    EXPECT_FALSE(ended) << "a read still runs on the slow stream";
+    release = true;
+    backend.Synchronize(*slow);
+    ASSERT_EQ(pool.UsesEnded(&ended), ncclSuccess);
+    EXPECT_TRUE(ended);
   });
 }
 

@@ -164,7 +164,9 @@ class Checker {
   int Captured(size_t count);
   int HpzSteps(size_t count, int steps);
   int SimulatedGroup(size_t count);
-  int RestartLoop(size_t count, int rounds);
+  // Split, use, then destroy (or abort: an in-process restart) the sub-communicator, `rounds`
+  // times: zpp's reservation must come back each time.
+  int RestartLoop(size_t count, int rounds, bool abort);
   int RevokeAndShrink(size_t count);
 
  private:
@@ -491,28 +493,38 @@ int Checker::SimulatedGroup(size_t count) {
 
 // A training job restarting its process group: split, use, destroy, again. zpp's reservation
 // (ZPP_POOL_MB per communicator with a plan) must come back at each destroy.
-int Checker::RestartLoop(size_t count, int rounds) {
+int Checker::RestartLoop(size_t count, int rounds, bool abort) {
   size_t free_first = 0, free_last = 0, total = 0;
   long wrong = 0;
   for (int round = 0; round < rounds; ++round) {
     ncclComm_t sub = nullptr;
     CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &sub, nullptr));
+    if (abort) {
+      // An aborted state is freed at the next creation once its device work ran: here, with
+      // one live sub-communicator and the previous round's state due.
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaMemGetInfo(round == 1 ? &free_first : &free_last, &total));
+    }
     const long w = GatherOn(sub, options_.ranks, count);
     wrong = w < 0 || wrong < 0 ? -1 : wrong + w;
     CHECK_CUDA(cudaStreamSynchronize(stream_));
-    CHECK_NCCL(ncclCommDestroy(sub));
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaMemGetInfo(round == 0 ? &free_first : &free_last, &total));
+    if (abort) {
+      CHECK_NCCL(ncclCommAbort(sub));
+    } else {
+      CHECK_NCCL(ncclCommDestroy(sub));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaMemGetInfo(round == 0 ? &free_first : &free_last, &total));
+    }
   }
   // The other ranks share the GPU and restart at their own pace: a margin of one reservation's
   // worth of other processes' churn is not what this looks for, growth per round is.
   const double grown_mib =
       (static_cast<double>(free_first) - static_cast<double>(free_last)) / (1 << 20);
-  Record({{"case", "restart-loop"},
+  Record({{"case", abort ? "restart-loop-abort" : "restart-loop"},
           {"rounds", rounds},
           {"wrong", wrong},
-          {"free_mib_after_first", free_first >> 20},
-          {"free_mib_after_last", free_last >> 20},
+          {"free_mib_first", free_first >> 20},
+          {"free_mib_last", free_last >> 20},
           {"kept_mib", grown_mib}},
          wrong == 0 && grown_mib < 256);
   return 0;
@@ -598,7 +610,8 @@ int main(int argc, char** argv) {
   }
   const size_t big = options.counts.back();
   if (checker.Grouped(big) || checker.Captured(big) || checker.HpzSteps(big, 5) ||
-      checker.SimulatedGroup(big) || checker.RestartLoop(big, 3) || checker.RevokeAndShrink(big)) {
+      checker.SimulatedGroup(big) || checker.RestartLoop(big, 3, false) ||
+      checker.RestartLoop(big, 4, true) || checker.RevokeAndShrink(big)) {
     return 1;
   }
 

@@ -224,7 +224,7 @@ TEST_F(DecisionTest, RevokeAbortsZppsSubCommunicatorsAndLaterCallsGoToNccl) {
   EXPECT_TRUE(Recording().all_gathers.empty());
   EXPECT_EQ(FakeCalls("ncclAllGather"), gathers + 1);
   EXPECT_EQ(Recording().live, 1) << "revoke freed zpp's state";
-  Recording().live = 0;  // kept for the rest of the process, as after abort
+  Recording().device_uses_ended = true;  // the destroy in TearDown then frees it
 }
 
 // NCCL_SHRINK_ABORT ends the parent's operations before the shrink: zpp's sub-communicators
@@ -238,7 +238,7 @@ TEST_F(DecisionTest, ShrinkWithAbortAbortsTheParentsZppFirst) {
   EXPECT_EQ(Recording().live, 2) << "the parent's zpp kept, the child's made";
   EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
   EXPECT_EQ(Recording().live, 1);
-  Recording().live = 0;
+  Recording().device_uses_ended = true;  // the destroy in TearDown then frees the parent's
 }
 
 // A communicator created through an entry point zpp does not hook may sit at the address of one
@@ -289,16 +289,37 @@ TEST_F(DecisionTest, CapturedCallsGoToNccl) {
   EXPECT_EQ(Recording().all_gathers.size(), 1u);
 }
 
-// Abort aborts zpp's sub-communicators and keeps zpp's state: nothing is freed, since a free
-// (cudaFree) would wait for the stuck kernel the abort is meant to end.
-TEST_F(DecisionTest, AbortReachesZppAndFreesNothing) {
+// Abort aborts zpp's sub-communicators and frees nothing on the spot, since a free (cudaFree)
+// would wait for the stuck kernel the abort is meant to end. Issue 25, item 3: the state (its
+// device memory) is freed at a later creation or destroy once its device work has run, so that
+// in-process restarts do not leak a reservation each.
+TEST_F(DecisionTest, AbortFreesZppsStateOnceItsDeviceWorkRan) {
   const int aborts = FakeCalls("ncclCommAbort");
+  Recording().device_uses_ended = true;
   EXPECT_EQ(ncclCommAbort(comm_), ncclSuccess);
+  comm_ = nullptr;
   EXPECT_EQ(Recording().aborts, 1);
   EXPECT_EQ(FakeCalls("ncclCommAbort"), aborts + 1);
-  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state";
-  Recording().live = 0;  // kept for the rest of the process, on purpose
-  comm_ = nullptr;
+  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state on the spot";
+  // A restart: the next communicator's creation frees it, once its device work ran.
+  Recording().device_uses_ended = false;
+  ncclUniqueId id{};
+  for (int restart = 0; restart < 3; ++restart) {
+    ncclComm_t again = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&again, 4, id, 1), ncclSuccess);
+    EXPECT_EQ(Recording().live, 2) << "freed while its device work may still run";
+    Recording().device_uses_ended = true;
+    ASSERT_EQ(ncclCommAbort(again), ncclSuccess);
+    ASSERT_EQ(ncclCommInitRank(&comm_, 4, id, 1), ncclSuccess);
+    EXPECT_EQ(Recording().live, 1) << "restart " << restart << " kept the aborted states";
+    Recording().device_uses_ended = false;
+    ASSERT_EQ(ncclCommAbort(comm_), ncclSuccess);
+    comm_ = nullptr;
+  }
+  EXPECT_EQ(Recording().live, 1);
+  Recording().device_uses_ended = true;
+  ASSERT_EQ(ncclCommInitRank(&comm_, 4, id, 1), ncclSuccess);
+  EXPECT_EQ(Recording().live, 1);  // TearDown's destroy ends at 0
 }
 
 // PyTorch's watchdog aborts from its own thread while the training thread may be inside a zpp
@@ -335,6 +356,10 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
   ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
   EXPECT_EQ(FakeCalls("ncclAllGather"), forwarded + 1);
   EXPECT_EQ(Recording().all_gathers.size(), 1u) << "an aborted communicator ran zpp's plan";
+  Recording().device_uses_ended = true;
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);  // frees the aborted state
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(Recording().live, 0);
   Recording() = {};
 }
 

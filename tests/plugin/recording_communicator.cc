@@ -55,6 +55,10 @@ class RecordingCommunicator final : public ZppCommunicator {
     return ncclSuccess;
   }
   void Abort() override { ++test::Recording().aborts; }
+  Result DeviceUsesEnded(bool* ended) override {
+    *ended = test::Recording().device_uses_ended;
+    return ncclSuccess;
+  }
   Result AsyncError() const override { return test::Recording().async_error; }
 
  private:

@@ -12,8 +12,9 @@ namespace zpp::test {
 struct Recorded {
   std::vector<engine::AllGatherArgs> all_gathers;
   std::vector<engine::ReduceScatterArgs> reduce_scatters;
-  int live = 0;    // communicators alive
-  int aborts = 0;  // Abort() calls
+  int live = 0;                    // communicators alive
+  int aborts = 0;                  // Abort() calls
+  bool device_uses_ended = false;  // what DeviceUsesEnded() answers (the device is stuck)
   bool fail_setup = false;
   ncclResult_t async_error = ncclSuccess;  // what AsyncError() answers
   bool capturing = false;                  // what StreamCapturing answers
