@@ -29,7 +29,8 @@ JOBS=${JOBS:-$(nproc)}
 
 NAMES=() FILES=() ORIGINALS=() REPLACEMENTS=() TESTS=()
 # mutant NAME FILE ORIGINAL REPLACEMENT "BINARY=GTEST_FILTER[@SECONDS] ..." (binaries tried in
-# order; @SECONDS a timeout of its own, for a mutation that turns a failure into a hang)
+# order; @SECONDS a timeout of its own, for a mutation that turns a failure into a hang);
+# BINARY ctest runs the ctest test named FILTER (the torch backend's Python tests)
 mutant() {
   NAMES+=("$1") FILES+=("$2") ORIGINALS+=("$3") REPLACEMENTS+=("$4") TESTS+=("$5")
 }
@@ -79,6 +80,15 @@ mutant hpz-bound-edge src/engine/hpz_cache.cc \
 mutant hpz-bound-partition-edge src/engine/hpz_cache.cc \
   '    if (entry.lease && entry.lease.size() > max_bytes_) entry.lease = BufferLease();' \
   '    if (entry.lease && entry.lease.size() >= max_bytes_) entry.lease = BufferLease();' \
+  "zpp_sim_tests=Hpz*"
+# Its eviction: fills the agreed pattern does not reuse go first, then the oldest.
+mutant hpz-evict-unplanned-first src/engine/hpz_cache.cc \
+  '                               [](const auto& kept) { return !kept.second.planned; });' \
+  '                               [](const auto&) { return false; });' \
+  "zpp_sim_tests=Hpz*"
+mutant hpz-evict-oldest src/engine/hpz_cache.cc \
+  '    entries_.erase(victim != entries_.end() ? victim : entries_.begin());' \
+  '    entries_.erase(victim != entries_.end() ? victim : std::prev(entries_.end()));' \
   "zpp_sim_tests=Hpz*"
 mutant hpz-verification kernels/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
@@ -382,6 +392,49 @@ mutant pool-size-classes src/fence/buffer_pool.cc \
   '  return std::max(step, std::bit_ceil(bytes));' \
   "zpp_fence_tests=BufferPool*"
 
+# The torch backend (plugin/torch/zpp_torch/backend.py, issue 25 item 7): every argument form
+# torch passes, or a clear error; never a silently wrong result.
+mutant torch-strided-output plugin/torch/zpp_torch/backend.py \
+  $'        if target is not output:\n            output.copy_(target)\n\n    def all_gather_single' \
+  $'\n    def all_gather_single' \
+  "ctest=TorchBackendOps@300"
+mutant torch-strided-input plugin/torch/zpp_torch/backend.py \
+  $'        source, target = input_.contiguous(), _contiguous_target(output)\n        dtype = ' \
+  $'        source, target = input_, _contiguous_target(output)\n        dtype = ' \
+  "ctest=TorchBackendOps@300"
+mutant torch-coalesced-every-pair plugin/torch/zpp_torch/backend.py \
+  '        for output, input_ in zip(outputs, inputs, strict=True):' \
+  '        for output, input_ in zip(outputs[:1], inputs[:1]):' \
+  "ctest=TorchBackendOps@300"
+mutant torch-same-dtype plugin/torch/zpp_torch/backend.py \
+  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES or output.dtype != input_.dtype:' \
+  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES:' \
+  "ctest=TorchBackendOps@300"
+mutant torch-unsupported-op plugin/torch/zpp_torch/backend.py \
+  $'        else:\n            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "' \
+  $'        elif False:\n            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "' \
+  "ctest=TorchBackendOps@300"
+mutant torch-premul-factor plugin/torch/zpp_torch/backend.py \
+  '            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)' \
+  '            zpp_op, premul = _ZPP_SUM, 1.0' \
+  "ctest=TorchBackendOps@300"
+mutant torch-bytes-count plugin/torch/zpp_torch/backend.py \
+  '            dtype, count = _NCCL_UINT8, source.numel() * source.element_size()' \
+  '            dtype, count = _NCCL_UINT8, source.numel()' \
+  "ctest=TorchBackendOps@300"
+mutant torch-cpu-only plugin/torch/zpp_torch/backend.py \
+  '        if tensor.device.type != "cpu":' \
+  '        if False:' \
+  "ctest=TorchBackendOps@300"
+mutant torch-allreduce-avg plugin/torch/zpp_torch/backend.py \
+  '            result = result / self._size' \
+  '            result = result' \
+  "ctest=TorchBackendOps@300"
+mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
+  $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
+  '' \
+  "ctest=TorchBackendOps@300"
+
 # ---- The run. ----
 
 say() { printf '%s\n' "$*" >&2; }
@@ -432,9 +485,15 @@ restore() {
 trap 'restore; rm -f "$backup"' EXIT
 trap 'restore; exit 130' INT TERM
 
-binaries_of() {  # the binaries a mutation runs
+binaries_of() {  # the targets a mutation's tests need built
   local spec
-  for spec in ${TESTS[$1]}; do printf '%s ' "${spec%%=*}"; done
+  for spec in ${TESTS[$1]}; do
+    if [[ ${spec%%=*} == ctest ]]; then
+      printf '%s ' zpp_torch_package zpp  # the Python tests: the package and the libraries
+    else
+      printf '%s ' "${spec%%=*}"
+    fi
+  done
 }
 
 build() {  # build TARGET... (quiet; the log on failure)
@@ -461,6 +520,20 @@ run_spec() {
   if [[ $filter == *@* ]]; then
     seconds=${filter##*@}
     filter=${filter%@*}
+  fi
+  if [[ $binary == ctest ]]; then
+    # A test ctest runs (the torch backend's Python tests): FILTER is its exact name.
+    out=$(timeout "$seconds" ctest --test-dir "$BUILD" -R "^${filter}\$" --output-on-failure 2>&1)
+    status=$?
+    if ((status == 0)) && ! grep -q "100% tests passed, 0 tests failed out of 1" <<<"$out"; then
+      status=1  # no such test: not a pass
+    fi
+    if ((status != 0)); then
+      printf 'ctest: %s' "$([[ $status == 124 ]] && echo "timed out after ${seconds}s" ||
+        echo "$filter")"
+      return 1
+    fi
+    return 0
   fi
   out=$(timeout "$seconds" "$BUILD/bin/$binary" --gtest_filter="$filter" --gtest_brief=1 2>&1)
   status=$?

@@ -256,6 +256,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
           if (micro == 0 && step == spec.missing_gather_step && l == spec.missing_gather_layer) {
             continue;
           }
+          if (static_cast<int>(l) == spec.unsharded_layer) continue;
           gather(l);
         }
         for (size_t l = layers; l-- > 0;) reduce_scatter(l);

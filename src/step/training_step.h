@@ -48,6 +48,9 @@ struct TrainingSpec {
   // ...and one backward gather left out.
   int missing_gather_step = -1;
   size_t missing_gather_layer = 2;
+  // A layer whose backward gather never happens, on every step (FSDP2 leaves a module with
+  // reshard_after_forward=False gathered from forward to backward).
+  int unsharded_layer = -1;
   uint64_t hpz_max_bytes = uint64_t{1} << 40;
   // From after the engine's set-up (Engine::Prepare, as the communicators call it) on, this rank's
   // host-visible allocations fail: nothing on the collective path may need one.

@@ -3,6 +3,7 @@
 // with which arguments, and which go to NCCL under which reason.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -406,6 +407,56 @@ TEST(DecisionNonblockingTest, SetsUpAtTheFirstCallOnABlockingDuplicate) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(Recording().live, 0);
   EXPECT_EQ(FakeCalls("ncclCommDestroy"), destroys + 2) << "the duplicate was not destroyed";
+}
+
+// Issue 25, item 6: PyTorch's watchdog polls ncclCommGetAsyncError (and the stats) from its own
+// thread, without the lock the training thread holds, while that thread sets zpp up on a
+// non-blocking communicator at its first call and runs calls; then the watchdog aborts. Under
+// `make tsan` this is the check that the registry's state, zpp's set-up and the aborted states
+// are race-free; here it checks the outcomes.
+TEST(DecisionWatchdogTest, PollsFromAnotherThreadDuringSetUpCallsAndAbort) {
+  Recording() = {};
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  std::atomic<bool> stop{false};
+  std::atomic<int> polls{0}, bad_polls{0};
+  std::thread watchdog([&] {
+    while (!stop.load()) {
+      ncclResult_t error = ncclInternalError;
+      const ncclResult_t polled = ncclCommGetAsyncError(comm, &error);
+      if (polled != ncclSuccess || (error != ncclSuccess && error != ncclInProgress)) ++bad_polls;
+      zppStats_t stats{};
+      zppGetCommStats(comm, &stats);
+      ++polls;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<float> data(kLarge * 4);
+  for (int call = 0; call < 50; ++call) {
+    EXPECT_EQ(ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr),
+              ncclSuccess);
+    EXPECT_EQ(
+        ncclReduceScatter(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr),
+        ncclSuccess);
+  }
+  while (polls.load() < 100) std::this_thread::yield();
+  stop = true;
+  watchdog.join();
+  EXPECT_EQ(bad_polls.load(), 0);
+  EXPECT_EQ(Recording().all_gathers.size(), 50u);
+  EXPECT_EQ(Recording().reduce_scatters.size(), 50u);
+  // The watchdog's abort, from its own thread (DecisionAbortTest has it during a call).
+  std::thread aborter([&] { EXPECT_EQ(ncclCommAbort(comm), ncclSuccess); });
+  aborter.join();
+  Recording().device_uses_ended = true;
+  ncclComm_t next = nullptr;
+  ASSERT_EQ(ncclCommInitRank(&next, 4, id, 1), ncclSuccess);  // frees the aborted state
+  ASSERT_EQ(ncclCommDestroy(next), ncclSuccess);
+  EXPECT_EQ(Recording().live, 0);
+  Recording() = {};
 }
 
 // A group holding a zpp call and work on a non-blocking communicator: NCCL's group end answers

@@ -420,6 +420,34 @@ TEST(HpzMemoryTest, BoundCountsThePoolsBuffersNotThePartitionBytes) {
   EXPECT_EQ(result.weight_rel_l2, 0.0);
 }
 
+// Issue 25, item 7: the eviction order at its edges. A fill the agreed pattern does not reuse
+// (layer 1, never gathered in backward) is kept in case the calls shift, and goes first: the
+// three layers the backward reuses stay, although layer 0 is older.
+TEST(HpzMemoryTest, BoundDropsFillsNoHitReusesFirst) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
+  spec.layer_counts = {4096, 4096, 4096, 4096};
+  spec.unsharded_layer = 1;
+  spec.hpz_max_bytes = 3 * 16384;  // three 16 KiB partitions
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 3));
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
+// ...then the oldest, not the newest: partitions of 16, 8, 8 and 16 KiB in room for 32 KiB. The
+// last fill drops layer 0 and keeps three (dropping the newest first would drop layers 2 and 1
+// and keep two).
+TEST(HpzMemoryTest, BoundDropsTheOldestOfTheReusedFills) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
+  spec.layer_counts = {4096, 2048, 2048, 4096};
+  spec.hpz_max_bytes = 2 * 16384;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 3));
+  EXPECT_EQ(result.hpz_kept_bytes_peak, 2u * 16384u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
 // A partition whose buffer is exactly the bound is kept: the bound is "at most" (issue 25, item 7).
 TEST(HpzMemoryTest, APartitionExactlyTheBoundIsKept) {
   TrainingSpec spec = Spec(TechniquesOn(false, true, false));

@@ -81,6 +81,53 @@ def rank_main():
     expect(torch.equal(out, torch.full((2,), float(sum(rank2 + rank for rank2 in range(n))))),
            f"reduce_scatter list {out}")
 
+    # Layouts torch hands over (issue 25, item 7): strided inputs and outputs (a view of a larger
+    # tensor), gathered and reduced as if contiguous, the output written in place.
+    base = torch.arange(10, dtype=torch.float32) + 100 * rank
+    strided_in = base[::2]  # 5 elements, stride 2
+    out_store = torch.full((5 * n, 2), -1.0)
+    strided_out = out_store[:, 0]  # stride 2
+    dist.all_gather_into_tensor(strided_out, strided_in)
+    want = torch.cat([(torch.arange(10, dtype=torch.float32) + 100 * r)[::2] for r in range(n)])
+    expect(torch.equal(strided_out, want), f"strided all-gather: {strided_out}")
+    expect(torch.equal(out_store[:, 1], torch.full((5 * n,), -1.0)), "wrote past the view")
+    inp = (torch.arange(3 * n * 2, dtype=torch.float32) + rank).reshape(3 * n, 2)[:, 1]
+    out_store = torch.full((3, 2), -1.0)
+    dist.reduce_scatter_tensor(out_store[:, 0], inp)
+    total = sum((torch.arange(3 * n * 2, dtype=torch.float64) + r).reshape(3 * n, 2)[:, 1]
+                for r in range(n))
+    expect(torch.equal(out_store[:, 0], total[3 * rank:3 * rank + 3].float()),
+           f"strided reduce-scatter: {out_store[:, 0]}")
+    expect(torch.equal(out_store[:, 1], torch.full((3,), -1.0)), "wrote past the view")
+    # Coalesced forms (torch's _coalescing_manager: allgather_into_tensor_coalesced and
+    # reduce_scatter_tensor_coalesced), every pair of the batch.
+    gather_outs = [torch.empty(2 * n), torch.empty(3 * n, dtype=torch.bfloat16)]
+    scatter_outs = [torch.empty(2), torch.empty(4)]
+    with dist._coalescing_manager():
+        dist.all_gather_into_tensor(gather_outs[0], torch.full((2,), float(rank)))
+        dist.all_gather_into_tensor(gather_outs[1],
+                                    torch.full((3,), float(rank + 1), dtype=torch.bfloat16))
+    expect(torch.equal(gather_outs[0], torch.arange(n).repeat_interleave(2).float()),
+           f"coalesced all-gather 0: {gather_outs[0]}")
+    expect(torch.equal(gather_outs[1], (torch.arange(n) + 1).repeat_interleave(3).bfloat16()),
+           f"coalesced all-gather 1: {gather_outs[1]}")
+    # One reduce op per batch: torch passes the first call's to the whole batch.
+    with dist._coalescing_manager():
+        dist.reduce_scatter_tensor(scatter_outs[0], torch.full((2 * n,), float(rank)),
+                                   op=dist.ReduceOp.AVG)
+        dist.reduce_scatter_tensor(scatter_outs[1], torch.full((4 * n,), 2.0 * rank),
+                                   op=dist.ReduceOp.AVG)
+    expect(torch.equal(scatter_outs[0], torch.full((2,), float(sum(range(n))) / n)),
+           f"coalesced reduce-scatter 0 (avg): {scatter_outs[0]}")
+    expect(torch.equal(scatter_outs[1], torch.full((4,), 2.0 * sum(range(n)) / n)),
+           f"coalesced reduce-scatter 1 (avg): {scatter_outs[1]}")
+    # A pre-multiplier given as a tensor, as FSDP2 may build it.
+    out = torch.empty(2)
+    dist.reduce_scatter_tensor(out, torch.full((2 * n,), float(rank + 1)),
+                               op=dist._make_nccl_premul_sum(torch.tensor(0.5)))
+    expect(torch.equal(out, torch.full((2,), 0.5 * sum(r + 1 for r in range(n)))),
+           f"premul-sum with a tensor factor: {out}")
+
     # Exact collectives.
     for dtype in (torch.float32, torch.float64, torch.int64, torch.int32):
         t = torch.tensor([rank + 1, 2 * rank], dtype=dtype)
@@ -113,6 +160,18 @@ def rank_main():
         torch.zeros(2, dtype=torch.int64), op=dist.ReduceOp.AVG))
     expect_raises(ValueError, ["expected"], lambda: dist.all_gather_into_tensor(
         torch.empty(3), torch.empty(2)))
+    expect_raises(TypeError, ["differ"], lambda: dist.all_gather_into_tensor(
+        torch.empty(2 * n, dtype=torch.float16), torch.zeros(2)))
+    expect_raises(TypeError, ["torch.float16"], lambda: dist.reduce_scatter_tensor(
+        torch.empty(2, dtype=torch.float16), torch.zeros(2 * n)))
+    # torch keeps meta tensors to itself; a device tensor handed to the backend is refused.
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    expect_raises(ValueError, ["meta", "CPU tensors"], lambda: backend.all_gather_single(
+        torch.empty(2 * n, device="meta"), torch.empty(2, device="meta")))
+    expect_raises(ValueError, ["shape"], lambda: dist.all_gather(
+        [torch.empty(3) for _ in range(n)], torch.zeros(2)))
+    expect_raises(ValueError, ["inputs"], lambda: dist.reduce_scatter(
+        torch.empty(2), [torch.zeros(2) for _ in range(n + 1)]))
     # The backend still works after those (nothing was sent).
     t = torch.ones(1)
     dist.all_reduce(t)
