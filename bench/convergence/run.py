@@ -171,13 +171,21 @@ def run_one(args, framework, mode):
         backend = ["--backend", "zpp"] if args.device == "cpu" else []
         command += flags + ["--"] + torchrun + backend + ["--stats-dir", stats_dir]
     start = time.monotonic()
-    with open(os.path.join(directory, "log.txt"), "w") as log:
-        finished = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=args.timeout, check=False)
+    log_path = os.path.join(directory, "log.txt")
+    with open(log_path, "w") as log:
+        try:
+            finished = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=args.timeout, check=False)
+            failure = None if finished.returncode == 0 else f"exit {finished.returncode}"
+        except subprocess.TimeoutExpired:
+            failure = f"still running after {args.timeout} s, killed"
     wall = time.monotonic() - start
-    if finished.returncode != 0:
-        raise SystemExit(f"convergence: {framework} {mode} failed (exit "
-                         f"{finished.returncode}); see {directory}/log.txt")
+    if failure is not None:
+        # The log lives in the build folder, which CI does not keep: its end goes to the output.
+        with open(log_path, errors="replace") as log:
+            tail = log.readlines()[-60:]
+        raise SystemExit(f"convergence: {framework} {mode} failed ({failure}); the end of "
+                         f"{log_path}:\n" + "".join(tail))
     with open(csv_path) as source:
         rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
                 for r in csv.DictReader(source)]

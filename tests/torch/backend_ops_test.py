@@ -38,9 +38,10 @@ def rank_main():
     rank, n = dist.get_rank(), dist.get_world_size()
     expect(dist.get_backend() == "zpp", f"backend {dist.get_backend()}")
 
-    # all_gather_single (FSDP2's), every dtype the engine knows and one it does not (bytes).
+    # all_gather_single (FSDP2's), every dtype the engine knows and ones it does not (bytes:
+    # int16; torch hands complex over as its real view).
     for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64,
-                  torch.int8, torch.bool, torch.complex64):
+                  torch.int8, torch.bool, torch.int16, torch.complex64):
         x = (torch.arange(5) + 10 * rank).to(dtype)
         out = torch.empty(5 * n, dtype=dtype)
         dist.all_gather_into_tensor(out, x)
@@ -143,9 +144,10 @@ def rank_main():
     t = torch.tensor([float(rank)])
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     expect(t.item() == sum(range(n)) / n, f"all_reduce avg {t}")
-    t = torch.tensor([rank, rank * 3], dtype=torch.int64).reshape(2, 1).t()  # not contiguous
+    t = torch.tensor([[rank, rank * 3], [rank * 5, rank * 7]], dtype=torch.int64).t()
+    expect(not t.is_contiguous(), "the broadcast's tensor should be strided")
     dist.broadcast(t, src=2)
-    expect(t.tolist() == [[2, 6]], f"broadcast {t}")
+    expect(t.tolist() == [[2, 10], [6, 14]], f"broadcast {t}")
     objects = [None] * n
     dist.all_gather_object(objects, {"rank": rank})
     expect(objects == [{"rank": r} for r in range(n)], f"all_gather_object {objects}")
