@@ -65,9 +65,9 @@ std::string FormatStatsTable(const std::vector<CommStatsRow>& rows) {
     if (row.stats.hpz_hits + row.stats.hpz_misses + row.stats.hpz_verify_failures > 0) {
       Append(&out,
              "%5" PRIu64 " hpZ hits %" PRIu64 ", misses %" PRIu64 ", verify failures %" PRIu64
-             ", kept at most %.1f MiB\n",
+             ", kept at most %.1f MiB, host waits %" PRIu64 " (one per step epoch)\n",
              row.id, row.stats.hpz_hits, row.stats.hpz_misses, row.stats.hpz_verify_failures,
-             static_cast<double>(row.stats.hpz_kept_bytes_peak) / (1 << 20));
+             static_cast<double>(row.stats.hpz_kept_bytes_peak) / (1 << 20), row.stats.host_waits);
     }
   }
   return out;

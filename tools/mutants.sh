@@ -90,6 +90,11 @@ mutant hpz-evict-oldest src/engine/hpz_cache.cc \
   '    entries_.erase(victim != entries_.end() ? victim : entries_.begin());' \
   '    entries_.erase(victim != entries_.end() ? victim : std::prev(entries_.end()));' \
   "zpp_sim_tests=Hpz*"
+# The one host wait on the collective path is counted for the user (issue 25, item 6).
+mutant hpz-host-waits-counted src/engine/hpz_cache.cc \
+  '  stats_.AddHostWait();' \
+  '' \
+  "zpp_sim_tests=Hpz*"
 mutant hpz-verification kernels/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
   '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \

@@ -89,6 +89,11 @@ typedef struct {
    * device on the collective path), in microseconds. */
   uint64_t predicted_us[zppNumPaths];
   uint64_t measured_us[zppNumPaths];
+  /* Times a collective call waited on the host for the device: hpZ's agreement reads the
+   * previous epoch's record once per step epoch per communicator (an event that completed long
+   * before, in a training step). Nothing else on the collective path waits, and a call made
+   * while its stream captures a CUDA graph passes through, so a graph never holds one. */
+  uint64_t host_waits;
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -141,6 +141,7 @@ Result HpzCache::HarvestAgreement() {
   std::vector<std::byte> harvested(record_bytes + exchanged_pattern_calls_ * sizeof(int32_t));
   ZPP_CHECK(
       backend_.ReadAfter(*exchange_done_, harvested.data(), harvest_.data(), harvested.size()));
+  stats_.AddHostWait();  // the one host wait on the collective path (zppStats_t::host_waits)
   std::vector<EpochRecord> records(ranks);
   std::memcpy(records.data(), harvested.data(), record_bytes);
   std::vector<int32_t> pattern(exchanged_pattern_calls_);

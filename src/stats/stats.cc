@@ -78,6 +78,12 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   out->hpz_misses = hpz_misses_.load(std::memory_order_relaxed);
   out->hpz_verify_failures = hpz_verify_failures_.load(std::memory_order_relaxed);
   out->hpz_kept_bytes_peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
+  out->host_waits = host_waits_.load(std::memory_order_relaxed);
+}
+
+void StatsCounters::AddHostWait() {
+  host_waits_.fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddHostWait();
 }
 
 StatsCounters& ProcessStats() {

@@ -29,6 +29,8 @@ class StatsCounters {
   void AddMeasuredUs(zppPath_t path, uint64_t us);
   // hpZ's kept secondary partitions now hold `bytes`; the peak is kept.
   void NoteHpzKeptBytes(uint64_t bytes);
+  // A collective call waited on the host for the device (hpZ's agreement, once per epoch).
+  void AddHostWait();
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -46,6 +48,7 @@ class StatsCounters {
   std::atomic<uint64_t> hpz_kept_bytes_peak_{0};
   std::array<std::atomic<uint64_t>, zppNumPaths> predicted_us_{};
   std::array<std::atomic<uint64_t>, zppNumPaths> measured_us_{};
+  std::atomic<uint64_t> host_waits_{0};
   StatsCounters* const parent_;
 };
 

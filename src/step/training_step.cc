@@ -100,6 +100,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   std::vector<uint64_t> kept_peaks(n, 0);  // per rank
   std::atomic<int> failures{0}, mismatches{0};
   std::atomic<uint64_t> harness_syncs{0};
+  std::atomic<uint64_t> host_waits{0};
   std::atomic<size_t> allocator_blocks{0};
   ErrorSum weights, gradients;
   sim::SimWorld world(spec.layout);
@@ -278,6 +279,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
     kept_peaks[rank] = snapshot.hpz_kept_bytes_peak;
+    host_waits += snapshot.host_waits;
     if (rank == 0) allocator_blocks = allocator.blocks();
   });
   for (int step = 0; step < spec.steps; ++step) {
@@ -297,6 +299,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   result.backward_mismatches = mismatches;
   result.failures = failures;
   result.engine_host_syncs = world.host_synchronizations() - harness_syncs.load();
+  result.stats_host_waits = host_waits.load();
   result.allocator_blocks = allocator_blocks;
   return result;
 }

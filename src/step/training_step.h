@@ -80,6 +80,7 @@ struct TrainingResult {
   uint64_t output_digest = 0;      // fingerprint of every rank's all-gather outputs, in order
   int failures = 0;                // non-success results
   uint64_t engine_host_syncs = 0;  // host waits zpp made, all ranks (hpZ: one per epoch)
+  uint64_t stats_host_waits = 0;   // what zppStats_t::host_waits says of them, all ranks
   size_t allocator_blocks = 0;     // rank 0's distinct blocks, framework buffers
 };
 

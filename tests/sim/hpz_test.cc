@@ -127,6 +127,8 @@ TEST(HpzFrameworkBuffersTest, EveryBackwardGatherHitsFromTheThirdEpoch) {
     EXPECT_EQ(framework.output_digest, plain.output_digest) << "bitwise as without hpZ";
     EXPECT_EQ(framework.output_digest, dedicated.output_digest);
     EXPECT_EQ(framework.engine_host_syncs, 8u * 3u);
+    // Issue 25, item 6: the stats show the user every one of them.
+    EXPECT_EQ(framework.stats_host_waits, framework.engine_host_syncs);
   }
 }
 

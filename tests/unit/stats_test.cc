@@ -48,6 +48,18 @@ TEST(StatsTest, KeptBytesIsThePeakAndTheParentSeesIt) {
   EXPECT_EQ(s.hpz_kept_bytes_peak, 700u);
 }
 
+TEST(StatsTest, HostWaitsCountAndTheParentSeesThem) {
+  StatsCounters process;
+  StatsCounters comm(&process);
+  comm.AddHostWait();
+  comm.AddHostWait();
+  zppStats_t s{};
+  comm.Snapshot(&s);
+  EXPECT_EQ(s.host_waits, 2u);
+  process.Snapshot(&s);
+  EXPECT_EQ(s.host_waits, 2u);
+}
+
 TEST(StatsTest, ConcurrentAddsAreAllCounted) {
   StatsCounters stats;
   constexpr int kThreads = 4;

@@ -18,6 +18,7 @@ class Stats(ctypes.Structure):
         ("hpz_kept_bytes_peak", ctypes.c_uint64),
         ("predicted_us", ctypes.c_uint64 * 4),
         ("measured_us", ctypes.c_uint64 * 4),
+        ("host_waits", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -38,6 +39,7 @@ class Stats(ctypes.Structure):
             "hpz_kept_bytes_peak": self.hpz_kept_bytes_peak,
             "predicted_us": dict(zip(paths, self.predicted_us)),
             "measured_us": dict(zip(paths, self.measured_us)),
+            "host_waits": self.host_waits,
         }
 
 
