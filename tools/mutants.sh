@@ -95,6 +95,13 @@ mutant hpz-host-waits-counted src/engine/hpz_cache.cc \
   '  stats_.AddHostWait();' \
   '' \
   "zpp_sim_tests=Hpz*"
+# hpZ's own buffers under the fence (issue 25, item 4): a fresh fingerprint lease is claimed
+# exclusively before the calls write their slots. (The epoch record's buffers are fenced too; in
+# the test's streams the claim's waits happen to order them as well, so no mutation here.)
+mutant hpz-fingerprints-claimed src/engine/hpz_cache.cc \
+  $'  ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));\n' \
+  '' \
+  "zpp_sim_tests=HpzStreamOrder*"
 mutant hpz-verification kernels/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
   '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \

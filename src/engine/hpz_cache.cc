@@ -235,8 +235,9 @@ Result HpzCache::ExchangeRecord(PlanContext& context) {
   auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_.data()) +
                                              ranks * sizeof(EpochRecord));
   // Every buffer below is written under its fence's exclusive side, as a kept partition is
-  // (contract 1). The host's wait for the previous exchange (HarvestAgreement) happens to order
-  // them today; the fences keep them ordered if that wait ever moves.
+  // (contract 1): the pool may have handed it from another user on another stream (a qgZ
+  // staging buffer on the reduce-scatter stream, seen by HpzStreamOrderTest), which the host's
+  // wait for the previous exchange (HarvestAgreement) does not order.
   ZPP_CHECK(exchange_send_.fence().BeginWrite(stream));
   ZPP_CHECK(harvest_.fence().BeginWrite(stream));
   // The fingerprints' exclusive side (see AllGather): waits for every call's slot, on every

@@ -74,7 +74,17 @@ SimBackend::SimBackend(SimWorld& world, int rank)
 Result SimBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   if (bytes > allocation_limit_.load()) return ncclUnhandledCudaError;
   *out = std::make_unique<SimMemory>(bytes);
+  if (order_) order_->Allocated((*out)->data(), bytes);
   return ncclSuccess;
+}
+
+void SimBackend::EnableStreamOrderCheckForTesting() {
+  if (!order_) order_ = std::make_unique<StreamOrderChecker>();
+}
+
+void SimBackend::Uses(Stream& stream, const char* what,
+                      std::vector<StreamOrderChecker::Access> accesses) {
+  if (order_) order_->Enqueue(AsSim(stream).identity().handle, what, accesses);
 }
 
 Result SimBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
@@ -95,11 +105,13 @@ Result SimBackend::CreateEvent(std::unique_ptr<Event>* out) {
 }
 
 Result SimBackend::RecordEvent(Event& event, Stream& stream) {
+  if (order_) order_->Record(reinterpret_cast<uintptr_t>(&event), AsSim(stream).identity().handle);
   AsSim(event).Record(AsSim(stream));
   return ncclSuccess;
 }
 
 Result SimBackend::StreamWaitEvent(Stream& stream, Event& event) {
+  if (order_) order_->Wait(AsSim(stream).identity().handle, reinterpret_cast<uintptr_t>(&event));
   AsSim(event).MakeStreamWait(AsSim(stream));
   return ncclSuccess;
 }
@@ -109,6 +121,7 @@ void SimBackend::SetStreamDelayForTesting(Stream& stream, std::chrono::microseco
 }
 
 Result SimBackend::Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) {
+  Uses(stream, "Memcpy", {{src, bytes, false}, {dst, bytes, true}});
   kernels_.fetch_add(1, std::memory_order_relaxed);
   AsSim(stream).Enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
   return ncclSuccess;
@@ -182,6 +195,7 @@ Result SimBackend::AsyncError() const {
 
 Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKind kind,
                              Stream& stream) {
+  Uses(stream, "AllGather", {{send, bytes, false}, {recv, bytes * GroupSize(kind), true}});
   const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
   CountRing(group(kind), bytes);
   transport::Transport& transport = world_.transport();
@@ -198,6 +212,8 @@ Result SimBackend::AllGather(const void* send, void* recv, size_t bytes, GroupKi
 
 Result SimBackend::AllToAll(const void* send, void* recv, size_t bytes, GroupKind kind,
                             Stream& stream) {
+  const size_t all = bytes * GroupSize(kind);
+  Uses(stream, "AllToAll", {{send, all, false}, {recv, all, true}});
   const Group& g = group(kind);
   const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
   for (int member : g.members) {
@@ -228,6 +244,9 @@ Result SimBackend::LaunchChecked(Stream& stream, std::function<Result()> work) {
 
 Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
                                  float scale, GroupKind kind, Stream& stream) {
+  const size_t out_bytes = count * codec::ElementBytes(dtype);
+  Uses(stream, "ReduceScatter",
+       {{send, out_bytes * GroupSize(kind), false}, {recv, out_bytes, true}});
   if (dtype != ncclFloat32 && dtype != ncclFloat16 && dtype != ncclBfloat16) {
     ZPP_WARN("sim reduce-scatter: dtype %d is not fp32, fp16 or bf16", static_cast<int>(dtype));
     return ncclInvalidArgument;
@@ -266,6 +285,9 @@ Result SimBackend::QuantizeBatch(codec::ConstTensorView input, size_t count,
                                  const codec::BatchMap& map, const codec::Format& format,
                                  const codec::Rounding& rounding, std::span<std::byte> pieces,
                                  Stream& stream) {
+  Uses(stream, "QuantizeBatch",
+       {{input.data, input.count * codec::ElementBytes(input.dtype), false},
+        {pieces.data(), pieces.size(), true}});
   return LaunchChecked(
       stream, [=] { return codec::QuantizeBatch(input, count, map, format, rounding, pieces); });
 }
@@ -273,6 +295,9 @@ Result SimBackend::QuantizeBatch(codec::ConstTensorView input, size_t count,
 Result SimBackend::DequantizeBatch(std::span<const std::byte> pieces, size_t count,
                                    const codec::BatchMap& map, const codec::Format& format,
                                    codec::TensorView output, Stream& stream) {
+  Uses(stream, "DequantizeBatch",
+       {{pieces.data(), pieces.size(), false},
+        {output.data, output.count * codec::ElementBytes(output.dtype), true}});
   return LaunchChecked(stream,
                        [=] { return codec::DequantizeBatch(pieces, count, map, format, output); });
 }
@@ -281,6 +306,9 @@ Result SimBackend::DequantizeReduceBatch(std::span<const std::byte> pieces,
                                          const codec::ReduceBatch& batch, size_t count,
                                          const codec::Format& format, float scale_after_sum,
                                          codec::TensorView output, Stream& stream) {
+  Uses(stream, "DequantizeReduceBatch",
+       {{pieces.data(), pieces.size(), false},
+        {output.data, output.count * codec::ElementBytes(output.dtype), true}});
   return LaunchChecked(stream, [=] {
     return codec::DequantizeReduceBatch(pieces, batch, count, format, scale_after_sum, output);
   });
@@ -290,6 +318,8 @@ Result SimBackend::DequantizeReduceRequantizeBatch(
     std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
     const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
     std::span<std::byte> out_pieces, Stream& stream) {
+  Uses(stream, "DequantizeReduceRequantizeBatch",
+       {{pieces.data(), pieces.size(), false}, {out_pieces.data(), out_pieces.size(), true}});
   return LaunchChecked(stream, [=] {
     return codec::DequantizeReduceRequantizeBatch(pieces, batch, count, format, 1.0f, out_format,
                                                   rounding, out_pieces);
@@ -298,6 +328,7 @@ Result SimBackend::DequantizeReduceRequantizeBatch(
 
 Result SimBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                              const codec::BatchMap& map, Stream& stream) {
+  Uses(stream, "CopyBatch", {{src.data(), src.size(), false}, {dst.data(), dst.size(), true}});
   return LaunchChecked(stream, [=] { return codec::CopyBatch(src, dst, bytes, map); });
 }
 
@@ -306,6 +337,7 @@ Result SimBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte
 namespace zpp::sim {
 
 Result SimBackend::CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) {
+  Uses(stream, "CopyFromHost", {{dst, bytes, true}});
   kernels_.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::byte> copy(static_cast<const std::byte*>(src),
                               static_cast<const std::byte*>(src) + bytes);
@@ -328,6 +360,8 @@ Result SimBackend::EventReached(Event& event, bool* reached) {
 
 Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                                Stream& stream) {
+  Uses(stream, "Fingerprint",
+       {{bytes.data(), bytes.size(), false}, {device_out, sizeof(uint64_t), true}});
   return LaunchChecked(stream,
                        [bytes, device_out] { return codec::Fingerprint(bytes, device_out); });
 }
@@ -335,12 +369,23 @@ Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* devic
 Result SimBackend::SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates,
                                    uint32_t hit, std::span<std::byte> send, uint32_t* counters,
                                    Stream& stream) {
+  std::vector<StreamOrderChecker::Access> uses = {{now, sizeof(uint64_t), false}};
+  for (uint32_t i = 0; i < candidates.count; ++i) {
+    uses.push_back({candidates.fingerprint[i], sizeof(uint64_t), false});
+    uses.push_back({candidates.partition[i], send.size(), false});
+  }
+  uses.push_back({send.data(), send.size(), true});
+  Uses(stream, "SelectPartition", std::move(uses));
   return LaunchChecked(
       stream, [=] { return codec::SelectPartition(now, candidates, hit, send, counters); });
 }
 
 Result SimBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
                                 int32_t* pattern, uint64_t* hash, Stream& stream) {
+  Uses(stream, "ReusePattern",
+       {{fingerprints, calls * sizeof(uint64_t), false},
+        {pattern, calls * sizeof(int32_t), true},
+        {hash, sizeof(uint64_t), true}});
   return LaunchChecked(stream, [=] {
     return codec::ReusePattern({fingerprints, calls}, seed, {pattern, calls}, hash);
   });
@@ -351,6 +396,9 @@ Result SimBackend::ReusePattern(const uint64_t* fingerprints, uint32_t calls, ui
 namespace zpp::sim {
 
 Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) {
+  Uses(stream, "ScaleByDeviceScalar",
+       {{scalar, codec::ElementBytes(data.dtype), false},
+        {data.data, data.count * codec::ElementBytes(data.dtype), true}});
   return LaunchChecked(stream, [data, scalar] {
     float factor = 0;
     codec::LoadElements(scalar, data.dtype, 0, 1, &factor);
@@ -367,6 +415,7 @@ Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scala
 namespace zpp::sim {
 
 Result SimBackend::Send(const void* send, size_t bytes, int peer, GroupKind kind, Stream& stream) {
+  Uses(stream, "Send", {{send, bytes, false}});
   const Group& g = group(kind);
   if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
   const int to = g.members[peer];
@@ -379,6 +428,7 @@ Result SimBackend::Send(const void* send, size_t bytes, int peer, GroupKind kind
 }
 
 Result SimBackend::Recv(void* recv, size_t bytes, int peer, GroupKind kind, Stream& stream) {
+  Uses(stream, "Recv", {{recv, bytes, true}});
   const Group& g = group(kind);
   if (peer < 0 || peer >= static_cast<int>(g.members.size())) return ncclInvalidArgument;
   const int from = g.members[peer];

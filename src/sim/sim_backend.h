@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "sim/sim_stream.h"
 #include "sim/sim_world.h"
+#include "sim/stream_order_checker.h"
 #include "sim/two_level.h"
 
 namespace zpp::sim {
@@ -95,6 +96,11 @@ class SimBackend final : public Backend {
 
   SimWorld& world() { return world_; }
 
+  // Tests: from now on every device access to memory allocated from here on is checked for
+  // device-side order (sim/stream_order_checker.h).
+  void EnableStreamOrderCheckForTesting();
+  const StreamOrderChecker* stream_order() const { return order_.get(); }
+
  private:
   struct Group {
     std::vector<int> members;  // world ranks
@@ -126,6 +132,9 @@ class SimBackend final : public Backend {
   std::atomic<uint64_t> collectives_{0};
   std::atomic<bool> host_allocation_fails_{false};
   std::atomic<bool> event_creation_fails_{false};
+  std::unique_ptr<StreamOrderChecker> order_;
+  // Declares an operation's memory to the order checker, when on.
+  void Uses(Stream& stream, const char* what, std::vector<StreamOrderChecker::Access> accesses);
   std::atomic<size_t> allocation_limit_{SIZE_MAX};
 };
 

@@ -101,6 +101,9 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   std::atomic<int> failures{0}, mismatches{0};
   std::atomic<uint64_t> harness_syncs{0};
   std::atomic<uint64_t> host_waits{0};
+  std::atomic<size_t> order_violations{0};
+  std::mutex order_mutex;
+  std::string first_order_violation;
   std::atomic<size_t> allocator_blocks{0};
   ErrorSum weights, gradients;
   sim::SimWorld world(spec.layout);
@@ -112,12 +115,19 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     options.settings = spec.settings;
     options.hpz_max_bytes = spec.hpz_max_bytes;
     options.epoch = [&epoch] { return epoch.Current(); };
+    backend.EnableStreamOrderCheckForTesting();  // before the engine allocates anything
     engine::Engine engine(backend, shape, options, stats);
-    std::unique_ptr<Stream> stream;
-    if (engine.Prepare() != ncclSuccess || backend.CreateStream(&stream) != ncclSuccess) {
+    std::unique_ptr<Stream> forward_stream, backward_stream, scatter_stream;
+    if (engine.Prepare() != ncclSuccess || backend.CreateStream(&forward_stream) != ncclSuccess ||
+        backend.CreateStream(&backward_stream) != ncclSuccess ||
+        backend.CreateStream(&scatter_stream) != ncclSuccess) {
       ++failures;
       return;
     }
+    // The stream each phase runs on: one for all, or FSDP2's own for each.
+    Stream* stream = forward_stream.get();
+    Stream* const backward = spec.phase_streams ? backward_stream.get() : stream;
+    Stream* const scatter = spec.phase_streams ? scatter_stream.get() : stream;
     if (rank == spec.host_allocation_fails_rank) backend.SetHostAllocationFailsForTesting(true);
     if (rank == spec.event_creation_fails_rank) backend.SetEventCreationFailsForTesting(true);
     CachingAllocator allocator;
@@ -208,10 +218,10 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       codec::StoreElements(gradient_in.data(), spec.dtype, 0, grads.size(), grads.data());
       if (engine.ReduceScatter({gradient_in.data(), gradient_out.data(), count, spec.dtype,
                                 plan::Reduction::kSum, 1.0f},
-                               *stream) != ncclSuccess) {
+                               *scatter) != ncclSuccess) {
         ++failures;
       }
-      backend.Synchronize(*stream);
+      backend.Synchronize(*scatter);
       ++harness_syncs;
       double e = 0, r = 0;
       for (size_t i = 0; i < count; ++i) {
@@ -241,6 +251,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
         gathered[l] = false;
       }
       for (int micro = 0; micro < spec.micro_batches; ++micro) {
+        stream = forward_stream.get();
         for (size_t l = 0; l < layers; ++l) gather(l);
         if (micro == 0 && step == spec.extra_gather_step) gather(spec.extra_gather_layer);
         if (micro == 0 && step == spec.tamper_step) {
@@ -253,6 +264,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
           // The tampered layer's later outputs are compared with the exact weights only.
           gathered[0] = false;
         }
+        stream = backward;
         for (size_t l = layers; l-- > 0;) {
           if (micro == 0 && step == spec.missing_gather_step && l == spec.missing_gather_layer) {
             continue;
@@ -279,6 +291,12 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
     kept_peaks[rank] = snapshot.hpz_kept_bytes_peak;
+    const sim::StreamOrderChecker& order = *backend.stream_order();
+    order_violations += order.violation_count();
+    if (order.violation_count() != 0) {
+      std::lock_guard<std::mutex> lock(order_mutex);
+      if (first_order_violation.empty()) first_order_violation = order.violations().front();
+    }
     host_waits += snapshot.host_waits;
     if (rank == 0) allocator_blocks = allocator.blocks();
   });
@@ -300,6 +318,8 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   result.failures = failures;
   result.engine_host_syncs = world.host_synchronizations() - harness_syncs.load();
   result.stats_host_waits = host_waits.load();
+  result.stream_order_violations = order_violations.load();
+  result.first_stream_order_violation = first_order_violation;
   result.allocator_blocks = allocator_blocks;
   return result;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct TrainingSpec {
   // A layer whose backward gather never happens, on every step (FSDP2 leaves a module with
   // reshard_after_forward=False gathered from forward to backward).
   int unsharded_layer = -1;
+  // Forward gathers, backward gathers and reduce-scatters each on a stream of their own (FSDP2's
+  // all-gather and reduce-scatter streams), instead of one stream for all.
+  bool phase_streams = false;
   uint64_t hpz_max_bytes = uint64_t{1} << 40;
   // From after the engine's set-up (Engine::Prepare, as the communicators call it) on, this rank's
   // host-visible allocations fail: nothing on the collective path may need one.
@@ -81,7 +85,10 @@ struct TrainingResult {
   int failures = 0;                // non-success results
   uint64_t engine_host_syncs = 0;  // host waits zpp made, all ranks (hpZ: one per epoch)
   uint64_t stats_host_waits = 0;   // what zppStats_t::host_waits says of them, all ranks
-  size_t allocator_blocks = 0;     // rank 0's distinct blocks, framework buffers
+  // Device accesses to zpp's memory not ordered on the device (sim/stream_order_checker.h).
+  size_t stream_order_violations = 0;
+  std::string first_stream_order_violation;
+  size_t allocator_blocks = 0;  // rank 0's distinct blocks, framework buffers
 };
 
 TrainingResult RunTraining(const TrainingSpec& spec);

@@ -20,6 +20,7 @@ namespace {
 struct RaceResult {
   int wrong_outputs = 0;
   uint64_t hits = 0;
+  size_t order_violations = 0;  // sim/stream_order_checker.h: decided by order, not timing
 };
 
 RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
@@ -27,6 +28,7 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
   constexpr int kTrustSteps = 3;  // reuse is agreed from epoch 2 on; races from epoch 3
   std::atomic<int> wrong{0};
   std::atomic<uint64_t> hits{0};
+  std::atomic<size_t> violations{0};
   const sim::ClusterLayout layout = sim::ClusterLayout::Uniform(2, 2);
   const plan::Shape shape = sim::ShapeOf(layout);
   sim::SimWorld world(layout);
@@ -39,6 +41,7 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
     options.settings.min_bytes = 0;
     options.fence_enabled = fence_enabled;
     options.epoch = [&epoch] { return epoch.Current(); };
+    backend.EnableStreamOrderCheckForTesting();
     engine::Engine engine(backend, shape, options, stats);
     std::unique_ptr<Stream> forward_stream, backward_stream;
     ASSERT_EQ(backend.CreateStream(&forward_stream), ncclSuccess);
@@ -72,8 +75,9 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
     zppStats_t snapshot{};
     stats.Snapshot(&snapshot);
     hits += snapshot.hpz_hits;
+    violations += backend.stream_order()->violation_count();
   });
-  return {wrong.load(), hits.load()};
+  return {wrong.load(), hits.load(), violations.load()};
 }
 
 TEST(HpzRaceTest, WithoutTheFenceTheReuseReadsAnUnwrittenPartition) {
@@ -84,12 +88,14 @@ TEST(HpzRaceTest, WithoutTheFenceTheReuseReadsAnUnwrittenPartition) {
   const RaceResult result = RunForwardBackwardRace(/*fence_enabled=*/false, 6);
   EXPECT_GT(result.hits, 0u);
   EXPECT_GT(result.wrong_outputs, 0) << "the race detector never fired without the fence";
+  EXPECT_GT(result.order_violations, 0u) << "the stream-order checker missed the race";
 }
 
 TEST(HpzRaceTest, WithTheFenceTheReuseIsAlwaysExact) {
   const RaceResult result = RunForwardBackwardRace(/*fence_enabled=*/true, 6);
   EXPECT_EQ(result.hits, 4u * (1u + 6u));  // epoch 2's and every race step's, on every rank
   EXPECT_EQ(result.wrong_outputs, 0);
+  EXPECT_EQ(result.order_violations, 0u);
 }
 
 }  // namespace

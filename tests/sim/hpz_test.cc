@@ -156,6 +156,25 @@ TEST(HpzSetUpTest, NothingOnTheCollectivePathCreatesAnEvent) {
   }
 }
 
+// Issue 25, item 4: every device access to zpp's memory (staging, kept partitions, hpZ's
+// fingerprints, epoch records and pattern) is ordered on the device after the accesses it must
+// follow, with forward gathers, backward gathers and reduce-scatters on streams of their own as
+// under FSDP2. Host waits do not count (sim/stream_order_checker.h): hpZ's agreement waits once
+// per epoch, but nothing may rest on that wait.
+TEST(HpzStreamOrderTest, EveryBufferIsOrderedOnTheDeviceAcrossFsdp2Streams) {
+  for (const bool qwz_qgz : {false, true}) {
+    TrainingSpec spec = Spec(TechniquesOn(qwz_qgz, true, qwz_qgz), InputBuffers::kFramework);
+    spec.phase_streams = true;
+    spec.micro_batches = 2;
+    const TrainingResult result = RunTraining(spec);
+    ASSERT_EQ(result.failures, 0);
+    EXPECT_EQ(result.stream_order_violations, 0u)
+        << "qwZ and qgZ " << qwz_qgz << ": " << result.first_stream_order_violation;
+    EXPECT_EQ(result.hits_per_step, BackwardHitsFromThirdStep(5, 2 * kLayers * 2 - kLayers));
+    EXPECT_EQ(result.nan_outputs, 0);
+  }
+}
+
 TEST(HpzFrameworkBuffersTest, LayersOfOneSizeInRecycledBlocks) {
   // Replaces the test that asserted zero hits for one input buffer shared by every layer.
   TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
