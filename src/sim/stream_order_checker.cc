@@ -58,11 +58,12 @@ void StreamOrderChecker::Check(uintptr_t stream, const Clock& clock, uint64_t ti
     if (violation_count_++ < kKeptViolations) {
       char line[256];
       std::snprintf(line, sizeof(line),
-                    "%s %s bytes [%zu, %zu) of a %zu-byte buffer on stream %#zx, not ordered "
+                    "%s %s bytes [%zu, %zu) of a %zu-byte buffer %#zx on stream %#zx, not ordered "
                     "after %s's %s of [%zu, %zu) on stream %#zx",
                     what, access.write ? "writes" : "reads", offset, end, allocation.bytes,
-                    static_cast<size_t>(stream), use.what, use.write ? "write" : "read", use.offset,
-                    use.offset + use.bytes, static_cast<size_t>(use.stream));
+                    static_cast<size_t>(it->first), static_cast<size_t>(stream), use.what,
+                    use.write ? "write" : "read", use.offset, use.offset + use.bytes,
+                    static_cast<size_t>(use.stream));
       violations_.emplace_back(line);
     }
   }
