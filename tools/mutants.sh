@@ -266,6 +266,16 @@ mutant config-blank-is-unset src/config/env_parse.cc \
   '    if (value.empty()) continue;' \
   '' \
   "zpp_unit_tests=*Config*"
+# Typos caught (issue 29, item 3): an unknown ZPP_* name is warned, with the closest known name
+# (a transposition is one edit).
+mutant config-unknown-names-warned src/config/config.cc \
+  '    for (const std::string& warning : config::UnknownNameWarnings(config::ProcessZppNames())) {' \
+  '    for (const std::string& warning : std::vector<std::string>{}) {' \
+  "zpp_env_process_tests=*"
+mutant config-typo-transposition src/config/env_names.cc \
+  '        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);' \
+  '        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 3);' \
+  "zpp_unit_tests=EnvNames*"
 # Nothing fallible on the collective path (issue 25, item 5): hpZ's counters and the fences'
 # events made at set-up.
 mutant engine-fence-events-at-set-up src/engine/engine.cc \

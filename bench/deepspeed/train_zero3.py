@@ -165,6 +165,10 @@ def main():
     gpt_text.write_run(args, rank, world, lines, per_step if args.stats_dir else [])
     if rank == 0:
         print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
+    # Every rank done before any tears its connections down: gloo's teardown while a peer still
+    # uses them aborted a rank at exit ("terminate called without an active exception", seen
+    # once in `make test` under load, in the gloo reference run).
+    dist.barrier()
     dist.destroy_process_group()
 
 

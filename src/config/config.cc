@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "config/env_names.h"
 #include "log/log.h"
 
 namespace zpp {
@@ -16,6 +17,9 @@ const Config& GetConfig() {
     // can only be printed once it is set up.
     log::ConfigureFrom(config);
     for (const std::string& warning : parsed.warnings) ZPP_WARN("%s", warning.c_str());
+    for (const std::string& warning : config::UnknownNameWarnings(config::ProcessZppNames())) {
+      ZPP_WARN("%s", warning.c_str());
+    }
   });
   return config;
 }

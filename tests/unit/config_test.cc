@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "config/env_names.h"
 #include "config/env_spec.h"
 
 namespace zpp {
@@ -283,3 +284,33 @@ TEST(ConfigTest, LongValueIsShortenedInWarning) {
 
 }  // namespace
 }  // namespace zpp
+
+namespace zpp::config {
+namespace {
+
+// Issue 29, item 3: a misspelt variable is named, with the variable it most likely meant.
+TEST(EnvNamesTest, TyposGetTheClosestKnownName) {
+  EXPECT_EQ(ClosestKnownName("ZPP_QZW"), "ZPP_QWZ");            // a transposition
+  EXPECT_EQ(ClosestKnownName("ZPP_WQZ_BTIS"), "ZPP_QWZ_BITS");  // two: 2 edits, not 4
+  EXPECT_EQ(ClosestKnownName("ZPP_QWZ_BIT"), "ZPP_QWZ_BITS");   // a letter short
+  EXPECT_EQ(ClosestKnownName("ZPP_HPZ_MAX_MiB"), "ZPP_HPZ_MAX_MB");
+  EXPECT_EQ(ClosestKnownName("ZPP_LAUNCH_RANKS"), "ZPP_LAUNCH_RANK");
+  EXPECT_EQ(ClosestKnownName("ZPP_SOMETHING_ELSE"), "");  // nothing close: no guess
+}
+
+TEST(EnvNamesTest, OnlyNamesZppDoesNotKnowAreWarned) {
+  const std::vector<std::string> warnings = UnknownNameWarnings(
+      {"ZPP_QWZ", "ZPP_LAUNCH_RANK", "ZPP_RESULTS", "ZPP_QZW", "ZPP_SOMETHING_ELSE", "PATH"});
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "ZPP_QZW is not a variable zpp knows: it is ignored (did you mean "
+            "ZPP_QWZ?)");
+  EXPECT_EQ(warnings[1],
+            "ZPP_SOMETHING_ELSE is not a variable zpp knows: it is ignored "
+            "(zpp-env lists them)");
+  for (const EnvSpec& spec : AllEnvSpecs()) EXPECT_TRUE(IsKnownName(spec.name)) << spec.name;
+  for (const OtherVariable& other : OtherVariables()) EXPECT_TRUE(IsKnownName(other.name));
+}
+
+}  // namespace
+}  // namespace zpp::config

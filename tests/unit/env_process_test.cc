@@ -59,4 +59,20 @@ TEST(EnvProcessTest, CleanEnvironmentIsSilent) {
   EXPECT_THAT(run.output, Not(HasSubstr("ZPP WARN")));
 }
 
+// Issue 29, item 3: a misspelt variable gets one WARN naming the closest known variable, and
+// zpp-env lists it apart; the variables zpp's own tools set are not taken for typos.
+TEST(EnvProcessTest, UnknownNamesWarnOnceWithTheClosestKnownName) {
+  const zpp::test::CommandRun run =
+      RunZppEnv("ZPP_QZW=1 ZPP_QWZ_BIT=4 ZPP_LAUNCH_RANK=0 ZPP_QWZ=1");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(Count(run.output, "ZPP WARN"), 2u) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("ZPP WARN ZPP_QZW is not a variable zpp knows: it is ignored "
+                                    "(did you mean ZPP_QWZ?)"));
+  EXPECT_THAT(run.output, HasSubstr("ZPP WARN ZPP_QWZ_BIT is not a variable zpp knows: it is "
+                                    "ignored (did you mean ZPP_QWZ_BITS?)"));
+  EXPECT_THAT(run.output, HasSubstr("not zpp's (ignored):"));
+  EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_QWZ_BIT +did you mean ZPP_QWZ_BITS\\?"));
+  EXPECT_THAT(run.output, Not(HasSubstr("ZPP_LAUNCH_RANK is not")));
+}
+
 }  // namespace
