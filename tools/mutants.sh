@@ -352,8 +352,8 @@ mutant fence-stream-identity src/sim/sim_stream.h \
   "zpp_fence_tests=EpochFence*"
 # Abort keeps zpp's state (no free that waits for a stuck kernel, none under a running call).
 mutant plugin-abort-frees-nothing plugin/comm_hooks.cc \
-  '    KeepForever(std::move(zpp));' \
-  '    if (false) KeepForever(std::move(zpp));' \
+  '      Aborted().Add(std::move(zpp));' \
+  '      zpp.reset();' \
   "zpp_plugin_decision_tests=*Abort*"
 # A group end answering ncclInProgress is waited out, and zpp's deferred plans still run.
 mutant plugin-group-end-in-progress plugin/comm_hooks.cc \

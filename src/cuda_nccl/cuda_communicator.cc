@@ -52,6 +52,9 @@ class CudaZppCommunicator final : public ZppCommunicator {
     DeviceScope scope(backend_->device());
     ZPP_CHECK(scope.status());
     ZPP_CHECK(engine_->Prepare());
+    // The overlapping inputs' copies are this rank's alone, but their fences' events are made
+    // here too: a failure to make one after the call ran would fail it on this rank only.
+    ZPP_CHECK(copies_->Prepare(kCopyFenceEvents));
     return codec::gpu::LoadKernels();
   }
 
@@ -125,6 +128,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   StatsCounters& stats_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<BufferPool> copies_;  // overlapping inputs' copies (see Run)
+  static constexpr size_t kCopyFenceEvents = 16;  // a copy per call in flight, a write each
 };
 
 topology::LocalFacts DiscoverLocalFacts(int device, const config::EnvLookup& env) {

@@ -66,6 +66,43 @@ class ZppRunTest(unittest.TestCase):
         self.assertIn(os.path.realpath(LIBRARY) + ":/lib/x86_64-linux-gnu/libm.so.6",
                       result.stdout)
 
+    # Issue 29, item 5: presets compose. The user's own ZPP_* values and flags win; the preset
+    # fills only what is unset; a bare --qwz leaves the bits alone.
+    def test_user_values_win_over_the_preset(self):
+        result = run("--preset", "zero++", env_extra={"ZPP_QWZ_BITS": "4"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ZPP_QWZ_BITS 4\n", result.stdout)
+        self.assertIn("ZPP_HPZ 1\n", result.stdout)  # the preset fills the rest
+        result = run("--preset", "zero++", "--qwz=4")
+        self.assertIn("ZPP_QWZ_BITS 4\n", result.stdout)
+        result = run("--qwz", env_extra={"ZPP_QWZ_BITS": "4"})
+        self.assertIn("ZPP_QWZ 1\n", result.stdout)
+        self.assertIn("ZPP_QWZ_BITS 4\n", result.stdout)
+
+    def test_dry_run_names_each_settings_source_and_runs_nothing(self):
+        env = dict(os.environ, ZPP_QGZ_BITS_INTER="8")
+        result = subprocess.run([ZPP_RUN, "--lib", LIBRARY, "--preset", "zero++", "--qwz=4",
+                                 "--dry-run", "--", "false"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)  # `false` did not run
+        self.assertIn("ZPP_QWZ_BITS=4  (flag)\n", result.stdout)
+        self.assertIn("ZPP_QGZ_BITS_INTER=8  (environment)\n", result.stdout)
+        self.assertIn("ZPP_HPZ=1  (preset zero++)\n", result.stdout)
+        self.assertIn("command: false\n", result.stdout)
+
+    def test_help_lists_what_each_preset_sets(self):
+        result = subprocess.run([ZPP_RUN, "--help"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("zero++: ZPP_QWZ=1 ZPP_QWZ_BITS=8 ZPP_HPZ=1", result.stdout)
+
+    def test_command_not_on_path_is_a_clear_error(self):
+        env = dict(os.environ, PATH="/nonexistent")
+        result = subprocess.run([sys.executable, ZPP_RUN, "--lib", LIBRARY, "--",
+                                 "no-such-command-zpp"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("no-such-command-zpp: not found on PATH", result.stderr)
+
     def test_missing_library_is_a_clear_error(self):
         result = subprocess.run([ZPP_RUN, "--lib", "/nonexistent/libzpp.so", "--", "true"],
                                 capture_output=True, text=True, timeout=60)
