@@ -6,6 +6,7 @@
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
+#include "engine/idle_requests.h"
 #include "engine/setup_outcome.h"
 #include "log/log.h"
 #include "sim/cluster_layout.h"
@@ -117,6 +118,11 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
   watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
+  if (rank_ == 0 && shape.config_agreed) {
+    for (const std::string& line : engine::IdleRequestWarnings(options.settings, topology_)) {
+      ZPP_WARN("%s", line.c_str());
+    }
+  }
   return ncclSuccess;
 }
 

@@ -11,6 +11,7 @@
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
+#include "engine/idle_requests.h"
 #include "engine/plan_context.h"
 #include "engine/pool_reservation.h"
 #include "engine/setup_outcome.h"
@@ -127,7 +128,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   std::unique_ptr<CudaNcclBackend> backend_;
   StatsCounters& stats_;
   std::unique_ptr<engine::Engine> engine_;
-  std::unique_ptr<BufferPool> copies_;  // overlapping inputs' copies (see Run)
+  std::unique_ptr<BufferPool> copies_;            // overlapping inputs' copies (see Run)
   static constexpr size_t kCopyFenceEvents = 16;  // a copy per call in flight, a write each
 };
 
@@ -255,6 +256,12 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
     *why_not = "preparing the collective path failed on some ranks (" + outcome.Describe() +
                ": kernels or hpZ's counters)";
     return ncclInvalidUsage;
+  }
+  // Once per communicator, from one rank: a requested technique this topology leaves idle.
+  if (rank == 0 && shape.config_agreed) {
+    for (const std::string& line : engine::IdleRequestWarnings(options.settings, topology)) {
+      ZPP_WARN("%s", line.c_str());
+    }
   }
   *out = std::move(communicator);
   why_not->clear();

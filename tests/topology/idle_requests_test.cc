@@ -1,0 +1,50 @@
+// Issue 29, item 2: a requested technique the topology leaves idle or pointless is named, with
+// the reason and what would make it run (once per communicator, WARN, from its rank 0).
+#include "engine/idle_requests.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "record_builder.h"
+#include "topology/grouping.h"
+
+namespace zpp::topology {
+namespace {
+
+using test_support::Blocks;
+using ::testing::HasSubstr;
+
+plan::Settings ZeroPlusPlus() {
+  plan::Settings settings;
+  settings.qwz = settings.hpz = settings.qgz = true;
+  return settings;
+}
+
+TEST(IdleRequestsTest, OneNodeNamesEveryTechniqueThatSavesNothing) {
+  const auto lines = engine::IdleRequestWarnings(ZeroPlusPlus(), BuildTopology(Blocks(1, 4)));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0], HasSubstr("ZPP_HPZ=1 does nothing on this communicator (4 ranks on 1 "
+                                  "node(s): all ranks on one node"));
+  EXPECT_THAT(lines[0], HasSubstr("at least 2 nodes of at least 2 ranks each"));
+  EXPECT_THAT(lines[1], HasSubstr("ZPP_QGZ=1 runs without its node levels"));
+  EXPECT_THAT(lines[1], HasSubstr("saves no inter-node byte"));
+  EXPECT_THAT(lines[2], HasSubstr("ZPP_QWZ=1 on one node"));
+}
+
+TEST(IdleRequestsTest, OneRankPerNodeLeavesHpzAndQgzLevelsIdleButQwzWorks) {
+  const auto lines = engine::IdleRequestWarnings(ZeroPlusPlus(), BuildTopology(Blocks(4, 1)));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], HasSubstr("ZPP_HPZ=1 does nothing"));
+  EXPECT_THAT(lines[0], HasSubstr("one rank per node"));
+  EXPECT_THAT(lines[1], HasSubstr("ZPP_QGZ=1 runs without its node levels"));
+  EXPECT_THAT(lines[1], HasSubstr("ZPP_LOCAL_SIZE"));
+}
+
+TEST(IdleRequestsTest, NothingToSayWhereEveryTechniqueCanRunOrNoneIsAsked) {
+  EXPECT_TRUE(engine::IdleRequestWarnings(ZeroPlusPlus(), BuildTopology(Blocks(2, 4))).empty());
+  EXPECT_TRUE(engine::IdleRequestWarnings(plan::Settings{}, BuildTopology(Blocks(1, 4))).empty());
+  EXPECT_TRUE(engine::IdleRequestWarnings(ZeroPlusPlus(), BuildTopology(Blocks(1, 1))).empty());
+}
+
+}  // namespace
+}  // namespace zpp::topology
