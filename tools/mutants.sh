@@ -458,6 +458,16 @@ mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
   '' \
   "ctest=TorchBackendOps@300"
 
+# A requested technique its topology leaves idle is said (issue 29, item 2).
+mutant report-idle-hpz src/engine/idle_requests.cc \
+  '  if (settings.hpz && !topology.hierarchical_allowed()) {' \
+  '  if (false) {' \
+  "zpp_topology_tests=IdleRequests*"
+mutant report-qwz-one-node src/engine/idle_requests.cc \
+  '  if (settings.qwz && one_node) {' \
+  '  if (settings.qwz && !one_node) {' \
+  "zpp_topology_tests=IdleRequests*"
+
 # ---- The run. ----
 
 say() { printf '%s\n' "$*" >&2; }
