@@ -1,7 +1,9 @@
 // zpp-env: what zpp reads from the environment.
-//   zpp-env             every ZPP_* variable with the value zpp uses (bad values are WARNed),
+//   zpp-env             every ZPP_* variable with the value zpp uses and whether it was set,
+//                       left at its default (unset or empty) or rejected (WARNed),
 //                       then the ZPP_* names set that zpp does not know (typos)
 //   zpp-env --markdown  the README's table, generated from the declarations
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,11 +24,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   const zpp::Config& config = zpp::GetConfig();
+  // The same parse GetConfig made: its warnings say which values were rejected.
+  const zpp::config::ParseResult parsed =
+      zpp::config::ParseEnvironment(zpp::config::ProcessEnvironment());
   for (const zpp::config::EnvSpec& spec : zpp::config::AllEnvSpecs()) {
-    const char* raw = std::getenv(std::string(spec.name).c_str());
+    const std::string name(spec.name);
+    const char* raw = std::getenv(name.c_str());
     const std::string value = config.ValueText(spec.name);
-    std::printf("%-20s %-24s %s\n", std::string(spec.name).c_str(),
-                value.empty() ? "(unset)" : value.c_str(), raw != nullptr ? "set" : "default");
+    const bool rejected = std::any_of(
+        parsed.warnings.begin(), parsed.warnings.end(),
+        [&name](const std::string& warning) { return warning.starts_with(name + "="); });
+    // An empty value counts as unset, as the parser takes it.
+    const char* source = raw == nullptr || *raw == '\0' ? "default"
+                         : rejected                     ? "rejected, default used"
+                                                        : "set";
+    std::printf("%-20s %-24s %s\n", name.c_str(), value.empty() ? "(unset)" : value.c_str(),
+                source);
   }
   // Names zpp does not know (typos, most likely), apart; the variables its tools use are known.
   bool heading = false;

@@ -37,7 +37,8 @@ TEST(EnvProcessTest, BadValuesWarnOnceEachAndUseDefaults) {
   EXPECT_THAT(run.output, HasSubstr("ZPP_MIN_BYTES=\"-1\" is out of range"));
   EXPECT_THAT(run.output, HasSubstr("src/config/config.cc:"));  // WARN lines carry file:line
   EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_QWZ +1 +set"));
-  EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_BLOCK +256 +set"));
+  // Issue 29, item 9: a rejected value shows as rejected, with the default zpp uses.
+  EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_BLOCK +256 +rejected, default used"));
 }
 
 TEST(EnvProcessTest, DebugNoneSilencesWarnings) {
@@ -73,6 +74,15 @@ TEST(EnvProcessTest, UnknownNamesWarnOnceWithTheClosestKnownName) {
   EXPECT_THAT(run.output, HasSubstr("not zpp's (ignored):"));
   EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_QWZ_BIT +did you mean ZPP_QWZ_BITS\\?"));
   EXPECT_THAT(run.output, Not(HasSubstr("ZPP_LAUNCH_RANK is not")));
+}
+
+// Issue 29, item 9: an empty value is unset (the default), not "set".
+TEST(EnvProcessTest, EmptyValueShowsAsDefault) {
+  const zpp::test::CommandRun run = RunZppEnv("ZPP_QWZ= ZPP_HPZ=1");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_QWZ +0 +default"));
+  EXPECT_THAT(run.output, testing::ContainsRegex("ZPP_HPZ +1 +set"));
+  EXPECT_THAT(run.output, Not(HasSubstr("ZPP WARN")));
 }
 
 }  // namespace
