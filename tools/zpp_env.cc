@@ -32,8 +32,10 @@ int main(int argc, char** argv) {
     const char* raw = std::getenv(name.c_str());
     const std::string value = config.ValueText(spec.name);
     const bool rejected = std::any_of(
-        parsed.warnings.begin(), parsed.warnings.end(),
-        [&name](const std::string& warning) { return warning.starts_with(name + "="); });
+        parsed.warnings.begin(), parsed.warnings.end(), [&name](const std::string& warning) {
+          return warning.starts_with(name + "=") &&
+                 warning.find("using the default") != std::string::npos;
+        });
     // An empty value counts as unset, as the parser takes it.
     const char* source = raw == nullptr || *raw == '\0' ? "default"
                          : rejected                     ? "rejected, default used"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/text.h"
 #include "config/config.h"
@@ -188,6 +189,20 @@ ParseResult ParseEnvironment(const EnvLookup& lookup) {
     if (value.empty()) continue;  // set but blank counts as unset, as NCCL treats ""
     std::string why;
     bool ok = false;
+    std::vector<std::string> unknown;
+    const std::optional<uint32_t> subsystems =
+        spec.kind == Kind::kSubsys ? log::ParseSubsysList(value, &unknown) : std::nullopt;
+    if (subsystems && !unknown.empty()) {
+      // One misspelt name does not cost the user the subsystems they named right.
+      result.config.*binding.num = *subsystems == log::kAll ? -1 : int64_t{*subsystems};
+      std::string names;
+      for (const std::string& name : unknown)
+        names += (names.empty() ? "\"" : ", \"") + name + "\"";
+      result.warnings.push_back(std::string(spec.name) + "=\"" + Printable(*raw) +
+                                "\" names unknown subsystem(s) " + names + "; using " +
+                                result.config.ValueText(spec.name));
+      continue;
+    }
     if (spec.is_string) {
       if (auto parsed = ParseString(spec, value, &why)) {
         result.config.*binding.str = std::move(*parsed);

@@ -41,6 +41,10 @@ std::string_view LevelName(Level level) {
 }
 
 std::optional<uint32_t> ParseSubsysList(std::string_view text) {
+  return ParseSubsysList(text, nullptr);
+}
+
+std::optional<uint32_t> ParseSubsysList(std::string_view text, std::vector<std::string>* unknown) {
   text = text::Trim(text);
   bool invert = false;
   if (!text.empty() && text.front() == '^') {
@@ -58,7 +62,11 @@ std::optional<uint32_t> ParseSubsysList(std::string_view text) {
         found = true;
       }
     }
-    if (!found) return std::nullopt;
+    if (!found) {
+      if (unknown == nullptr) return std::nullopt;
+      unknown->emplace_back(item);
+      continue;
+    }
     any = true;
   }
   if (!any) return std::nullopt;

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace zpp::log {
 
@@ -30,6 +32,9 @@ std::string_view LevelName(Level level);
 
 // "INIT,TOPO" or "^FENCE" (NCCL's syntax). nullopt if a name is unknown or the list is empty.
 std::optional<uint32_t> ParseSubsysList(std::string_view text);
+// The same, keeping the names it knows: the unknown ones go to *unknown instead of failing the
+// whole list (nullopt only when no name is known).
+std::optional<uint32_t> ParseSubsysList(std::string_view text, std::vector<std::string>* unknown);
 // The canonical text of a mask ("ALL" or "INIT,TOPO").
 std::string_view SubsysName(Subsys one);
 
