@@ -58,6 +58,16 @@ zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
 
 namespace {
 
+// A plan as TRACE names it: its kind, and a pass-through's reason.
+std::string TracedPlan(const plan::Plan& plan) {
+  std::string text(plan::PlanKindName(plan.kind));
+  if (plan.kind == plan::PlanKind::kPassThrough) {
+    const char* reason = PassThroughReasonName(plan.reason);
+    text += std::string(" (") + (reason != nullptr ? reason : "?") + ")";
+  }
+  return text;
+}
+
 // What a call whose staging the pool refused runs instead: NCCL's collective, as planned for it.
 plan::Plan PoolPassThrough(const plan::Plan& planned) {
   plan::Plan plan;
@@ -138,8 +148,8 @@ Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan
 Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
                          plan::Plan* chosen) {
   const plan::Call call = CallOf(args);
-  ZPP_TRACE(kPlan, "allgather count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
-            plan::PlanKindName(plan.kind).data());
+  ZPP_TRACE(kPlan, "allgather count %zu %s: %s", args.count, plan::DtypeName(args.dtype).c_str(),
+            TracedPlan(plan).c_str());
   const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
   const LaunchCounts before = backend_.launches();
   pool_->TakeShortfall();  // only this call's refusal counts
@@ -172,8 +182,8 @@ Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stre
 Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
                              plan::Plan* chosen) {
   const plan::Call call = CallOf(args);
-  ZPP_TRACE(kPlan, "reducescatter count %zu dtype %d: %s", args.count, static_cast<int>(args.dtype),
-            plan::PlanKindName(plan.kind).data());
+  ZPP_TRACE(kPlan, "reducescatter count %zu %s: %s", args.count,
+            plan::DtypeName(args.dtype).c_str(), TracedPlan(plan).c_str());
   const LaunchCounts before = backend_.launches();
   pool_->TakeShortfall();
   plan::Plan ran = plan;

@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "zpp/zpp.h"
@@ -82,5 +83,7 @@ struct Plan {
 };
 
 size_t DtypeBytes(ncclDataType_t dtype);  // 0 for a dtype zpp does not handle
+// "fp32", "bf16", "int8", ... ("dtype N" for a value NCCL does not define), for log lines.
+std::string DtypeName(ncclDataType_t dtype);
 
 }  // namespace zpp::plan

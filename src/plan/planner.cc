@@ -1,5 +1,8 @@
 #include "plan/planner.h"
 
+#include <iterator>
+#include <string>
+
 #include "common/nccl_types.h"
 #include "config/config.h"
 #include "zpp/format.h"
@@ -110,6 +113,15 @@ std::string_view PlanKindName(PlanKind kind) {
       return "qgz-three-level-reducescatter";
   }
   return "?";
+}
+
+std::string DtypeName(ncclDataType_t dtype) {
+  // NCCL's values: ncclInt8 = 0 ... ncclBfloat16 = 9, then the fp8 types (2.19 and later).
+  constexpr const char* kNames[] = {"int8", "uint8", "int32", "uint32", "int64",   "uint64",
+                                    "fp16", "fp32",  "fp64",  "bf16",   "fp8e4m3", "fp8e5m2"};
+  const int value = static_cast<int>(dtype);
+  if (value >= 0 && value < static_cast<int>(std::size(kNames))) return kNames[value];
+  return "dtype " + std::to_string(value);
 }
 
 size_t DtypeBytes(ncclDataType_t dtype) {

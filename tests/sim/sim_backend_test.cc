@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <string>
 #include <vector>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "log/log.h"
 
 namespace zpp::sim {
 namespace {
@@ -258,6 +264,41 @@ TEST(StreamOrderCheckerTest, OrdersByStreamsAndEventsNeverByHostWaits) {
     backend.Synchronize(*a);
     backend.Synchronize(*b);
   });
+}
+
+}  // namespace
+}  // namespace zpp::sim
+
+namespace zpp::sim {
+namespace {
+
+// Issue 29, item 9: a TRACE line names the call's dtype and a pass-through's reason.
+TEST(EngineTraceTest, TraceNamesTheDtypeAndThePassThroughReason) {
+  std::vector<std::string> lines;
+  GetConfig();  // the process configuration sets the logger once: before this test's settings
+  log::Settings settings;
+  settings.level = log::Level::kTrace;
+  settings.subsys_mask = log::kAll;
+  log::Configure(settings);
+  log::SetSinkForTesting([&lines](std::string_view line) { lines.emplace_back(line); });
+  SimWorld world(ClusterLayout::Uniform(2, 2));
+  world.RunRanks([&](SimBackend& backend) {
+    StatsCounters stats;
+    engine::EngineOptions options;
+    options.settings.qwz = true;  // 1 MiB ZPP_MIN_BYTES: the call below is small
+    engine::Engine engine(backend, ShapeOf(world.layout()), options, stats);
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    std::vector<uint16_t> send(16), recv(16 * 4);
+    ASSERT_EQ(engine.AllGather({send.data(), recv.data(), 16, ncclBfloat16}, *stream), ncclSuccess);
+    backend.Synchronize(*stream);
+  });
+  log::SetSinkForTesting(nullptr);
+  log::Configure(log::Settings{});
+  const bool found = std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find("allgather count 16 bf16: pass-through (small)") != std::string::npos;
+  });
+  EXPECT_TRUE(found) << (lines.empty() ? std::string("no lines") : lines.front());
 }
 
 }  // namespace

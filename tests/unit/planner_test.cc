@@ -39,6 +39,16 @@ Settings ZeroPlusPlus() {
 
 constexpr uint64_t kMiB = 1 << 20;
 
+// Issue 29, item 9: log lines name dtypes, not NCCL's numbers.
+TEST(PlannerTest, DtypeNamesForLogLines) {
+  EXPECT_EQ(DtypeName(ncclFloat32), "fp32");
+  EXPECT_EQ(DtypeName(ncclBfloat16), "bf16");
+  EXPECT_EQ(DtypeName(ncclFloat16), "fp16");
+  EXPECT_EQ(DtypeName(ncclInt8), "int8");
+  EXPECT_EQ(DtypeName(ncclUint64), "uint64");
+  EXPECT_EQ(DtypeName(static_cast<ncclDataType_t>(42)), "dtype 42");
+}
+
 TEST(PlannerTest, PassThroughReasons) {
   const Settings all = ZeroPlusPlus();
   EXPECT_EQ(MakePlan(AllGather(kMiB), MakeShape(1, 1), all, {}).reason, zppReasonOneRank);
