@@ -32,6 +32,16 @@ const bool kEnvironment = [] {
 
 using zpp::test::FakeCalls;
 
+// A non-blocking communicator as PyTorch makes one: its creation answers ncclInProgress.
+ncclComm_t NonblockingComm() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  return comm;
+}
+
 class DecisionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -369,11 +379,7 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
 // there; calls before that pass through with the reason counted.
 TEST(DecisionNonblockingTest, SetsUpAtTheFirstCallOnABlockingDuplicate) {
   Recording() = {};
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  ncclComm_t comm = NonblockingComm();
   EXPECT_EQ(Recording().live, 0) << "set up before the communicator was ready";
   std::vector<float> data(kLarge * 4);
   // Inside a group zpp cannot set up: the call goes to NCCL.
@@ -416,11 +422,7 @@ TEST(DecisionNonblockingTest, SetsUpAtTheFirstCallOnABlockingDuplicate) {
 // are race-free; here it checks the outcomes.
 TEST(DecisionWatchdogTest, PollsFromAnotherThreadDuringSetUpCallsAndAbort) {
   Recording() = {};
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  ncclComm_t comm = NonblockingComm();
   std::atomic<bool> stop{false};
   std::atomic<int> polls{0}, bad_polls{0};
   std::thread watchdog([&] {
@@ -453,6 +455,7 @@ TEST(DecisionWatchdogTest, PollsFromAnotherThreadDuringSetUpCallsAndAbort) {
   aborter.join();
   Recording().device_uses_ended = true;
   ncclComm_t next = nullptr;
+  ncclUniqueId id{};
   ASSERT_EQ(ncclCommInitRank(&next, 4, id, 1), ncclSuccess);  // frees the aborted state
   ASSERT_EQ(ncclCommDestroy(next), ncclSuccess);
   EXPECT_EQ(Recording().live, 0);
@@ -463,11 +466,7 @@ TEST(DecisionWatchdogTest, PollsFromAnotherThreadDuringSetUpCallsAndAbort) {
 // ncclInProgress while it still launches that work, and zpp's plan must run after it, not be
 // dropped (its peers would wait for it).
 TEST_F(DecisionTest, GroupEndInProgressStillRunsZppCallsAfterNcclsWork) {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclComm_t nonblocking = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRankConfig(&nonblocking, 4, id, 1, &config), ncclInProgress);
+  ncclComm_t nonblocking = NonblockingComm();
   std::vector<float> small(64);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
