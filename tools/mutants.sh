@@ -453,6 +453,11 @@ mutant torch-allreduce-avg plugin/torch/zpp_torch/backend.py \
   '            result = result / self._size' \
   '            result = result' \
   "ctest=TorchBackendOps@300"
+# init_process_group(timeout=) bounds zpp's waits when shorter than ZPP_TIMEOUT (issue 29, item 7).
+mutant torch-pg-timeout plugin/torch/zpp_torch/backend.py \
+  '        check(LIB.zppCpuCommOpenWithTimeout(rank, size, timeout_ms, ctypes.byref(self._comm)),' \
+  '        check(LIB.zppCpuCommOpenWithTimeout(rank, size, 0, ctypes.byref(self._comm)),' \
+  "ctest=TorchRankKilled@420"
 mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
   $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
   '' \

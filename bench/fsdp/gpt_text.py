@@ -39,6 +39,8 @@ def add_run_arguments(parser):
     parser.add_argument("--one-gpu", action="store_true", help="all ranks on GPU 0")
     parser.add_argument("--csv", default="loss.csv")
     parser.add_argument("--stats-dir", help="per-rank zpp stats after every step")
+    parser.add_argument("--pg-timeout", type=float,
+                        help="init_process_group's timeout, seconds (default: torch's)")
 
 
 def write_run(args, rank, world, lines, per_step):

@@ -75,7 +75,12 @@ def main():
         backend = args.backend or "zpp"
         if backend == "zpp":
             import zpp_torch  # noqa: F401 (registers the backend)
-        dist.init_process_group(backend)
+        timeout = {}
+        if args.pg_timeout is not None:
+            import datetime
+
+            timeout["timeout"] = datetime.timedelta(seconds=args.pg_timeout)
+        dist.init_process_group(backend, **timeout)
     world = dist.get_world_size()
     torch.manual_seed(args.seed)
 

@@ -32,6 +32,10 @@ typedef enum {
 
 /* Step 1: rank `rank` of `nranks` opens its transport. */
 ZPP_API ncclResult_t zppCpuCommOpen(int rank, int nranks, zppCpuComm_t* comm);
+/* The same, with `timeout_ms` bounding every wait of the communicator when it is positive and
+ * shorter than ZPP_TIMEOUT (torch's init_process_group(timeout=)). */
+ZPP_API ncclResult_t zppCpuCommOpenWithTimeout(int rank, int nranks, int64_t timeout_ms,
+                                               zppCpuComm_t* comm);
 /* This rank's transport address: *address stays valid until the communicator is destroyed. */
 ZPP_API ncclResult_t zppCpuCommAddress(zppCpuComm_t comm, const void** address, size_t* bytes);
 /* Step 2, collective: every rank's address in rank order, concatenated; bytes[r] is rank r's

@@ -34,13 +34,19 @@ zpp::Result CheckComm(zppCpuComm_t comm, const char* function) {
 extern "C" {
 
 ZPP_API ncclResult_t zppCpuCommOpen(int rank, int nranks, zppCpuComm_t* comm) {
+  return zppCpuCommOpenWithTimeout(rank, nranks, 0, comm);
+}
+
+ZPP_API ncclResult_t zppCpuCommOpenWithTimeout(int rank, int nranks, int64_t timeout_ms,
+                                               zppCpuComm_t* comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK_ARG(comm != nullptr, "zppCpuCommOpen: comm is NULL");
     ZPP_CHECK_ARG(nranks >= 1 && rank >= 0 && rank < nranks, "zppCpuCommOpen: rank %d of %d", rank,
                   nranks);
     auto made = std::make_unique<zppCpuComm>();
     std::unique_ptr<zpp::cpu::CpuComm> opened;
-    ZPP_CHECK(zpp::cpu::CpuComm::Open(rank, nranks, LibzppEpoch, &opened, &made->address));
+    ZPP_CHECK(zpp::cpu::CpuComm::Open(rank, nranks, LibzppEpoch, &opened, &made->address,
+                                      std::chrono::milliseconds(timeout_ms)));
     made->comm = std::move(opened);
     *comm = made.release();
     return ncclSuccess;

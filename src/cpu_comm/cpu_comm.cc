@@ -49,9 +49,11 @@ CpuComm::~CpuComm() {
 }
 
 Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
-                     std::unique_ptr<CpuComm>* out, transport::Address* address) {
+                     std::unique_ptr<CpuComm>* out, transport::Address* address,
+                     std::chrono::milliseconds requested) {
   ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output");
-  const std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
+  std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
+  if (requested.count() > 0 && requested < timeout) timeout = requested;
   std::unique_ptr<transport::UcpTransport> transport;
   ZPP_CHECK(transport::UcpTransport::Open(rank, size, transport::UcpTransport::Reach::kAnyMachine,
                                           timeout, &transport, address));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,8 +51,11 @@ class CpuComm {
  public:
   // Step 1: this rank's transport; `address` is what the other ranks need to reach it. `epoch`
   // is the step epoch hpZ reuse follows (empty: this library's process epoch).
+  // `timeout`, when positive and shorter than ZPP_TIMEOUT, bounds every wait instead (torch's
+  // init_process_group(timeout=)).
   static Result Open(int rank, int size, std::function<uint64_t()> epoch,
-                     std::unique_ptr<CpuComm>* out, transport::Address* address);
+                     std::unique_ptr<CpuComm>* out, transport::Address* address,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   ~CpuComm();
   CpuComm(const CpuComm&) = delete;
   CpuComm& operator=(const CpuComm&) = delete;

@@ -39,6 +39,7 @@ def _load():
     comm = c.c_void_p
     signatures = {
         "zppCpuCommOpen": [c.c_int, c.c_int, c.POINTER(comm)],
+        "zppCpuCommOpenWithTimeout": [c.c_int, c.c_int, c.c_int64, c.POINTER(comm)],
         "zppCpuCommAddress": [comm, c.POINTER(c.c_void_p), c.POINTER(c.c_size_t)],
         "zppCpuCommConnect": [comm, c.c_char_p, c.POINTER(c.c_size_t)],
         "zppCpuCommDestroy": [comm],

@@ -81,7 +81,11 @@ class ZppBackend(_C10dBackend):
         self._rank = rank
         self._size = size
         self._comm = ctypes.c_void_p()
-        check(LIB.zppCpuCommOpen(rank, size, ctypes.byref(self._comm)), "communicator set-up")
+        # torch's init_process_group(timeout=) bounds zpp's waits too, when shorter than
+        # ZPP_TIMEOUT: a silent peer then fails the collective when the user said it should.
+        timeout_ms = int(timeout.total_seconds() * 1000) if timeout is not None else 0
+        check(LIB.zppCpuCommOpenWithTimeout(rank, size, timeout_ms, ctypes.byref(self._comm)),
+              "communicator set-up")
         try:
             self._connect(store, timeout)
         except BaseException:
