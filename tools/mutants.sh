@@ -279,8 +279,8 @@ mutant config-typo-transposition src/config/env_names.cc \
 # Nothing fallible on the collective path (issue 25, item 5): hpZ's counters and the fences'
 # events made at set-up.
 mutant engine-fence-events-at-set-up src/engine/engine.cc \
-  '  if (buffers) ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));' \
-  '  (void)buffers;' \
+  '  ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));' \
+  '' \
   "zpp_sim_tests=HpzSetUp*Event*@120"
 mutant engine-prepare-at-set-up src/engine/engine.cc \
   '  return hpz_ ? hpz_->Prepare() : ncclSuccess;' \

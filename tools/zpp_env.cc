@@ -24,18 +24,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   const zpp::Config& config = zpp::GetConfig();
-  // The same parse GetConfig made: its warnings say which values were rejected.
+  // The same parse GetConfig made: it lists the values it rejected.
   const zpp::config::ParseResult parsed =
       zpp::config::ParseEnvironment(zpp::config::ProcessEnvironment());
   for (const zpp::config::EnvSpec& spec : zpp::config::AllEnvSpecs()) {
     const std::string name(spec.name);
     const char* raw = std::getenv(name.c_str());
     const std::string value = config.ValueText(spec.name);
-    const bool rejected = std::any_of(
-        parsed.warnings.begin(), parsed.warnings.end(), [&name](const std::string& warning) {
-          return warning.starts_with(name + "=") &&
-                 warning.find("using the default") != std::string::npos;
-        });
+    const bool rejected =
+        std::find(parsed.rejected.begin(), parsed.rejected.end(), name) != parsed.rejected.end();
     // An empty value counts as unset, as the parser takes it.
     const char* source = raw == nullptr || *raw == '\0' ? "default"
                          : rejected                     ? "rejected, default used"

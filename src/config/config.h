@@ -28,8 +28,10 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 
 struct ParseResult {
   Config config;
-  // One line per bad value, naming the variable, the value and the default used instead.
+  // One line per bad value, naming the variable, the value and what is used instead.
   std::vector<std::string> warnings;
+  // The variables whose value was rejected whole (their default is used).
+  std::vector<std::string> rejected;
 };
 
 // Pure: reads every declared variable through `lookup`. Never throws on bad input.

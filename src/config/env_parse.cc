@@ -217,6 +217,7 @@ ParseResult ParseEnvironment(const EnvLookup& lookup) {
       if (shown.empty()) shown = "(unset)";
       result.warnings.push_back(std::string(spec.name) + "=\"" + Printable(*raw) + "\" " + why +
                                 "; using the default " + shown);
+      result.rejected.emplace_back(spec.name);
     }
   }
   return result;

@@ -36,9 +36,7 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
 }
 
 Result Engine::Prepare() {
-  // A pool that can give no buffer has no fence to record.
-  const bool buffers = pool_->capacity() != 0 || !pool_->bounded();
-  if (buffers) ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));
+  ZPP_CHECK(pool_->Prepare(kReservedFenceEvents));
   return hpz_ ? hpz_->Prepare() : ncclSuccess;
 }
 

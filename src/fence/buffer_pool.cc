@@ -59,7 +59,9 @@ BufferPool::BufferPool(Backend& backend, bool fence_enabled,
       fence_events_(backend) {}
 
 Result BufferPool::Prepare(size_t events) {
-  return fence_enabled_ ? fence_events_.Reserve(events) : ncclSuccess;
+  // A pool that can give no buffer (a bounded one with nothing reserved) has no fence to record.
+  const bool buffers = !bounded_ || capacity() != 0;
+  return fence_enabled_ && buffers ? fence_events_.Reserve(events) : ncclSuccess;
 }
 
 size_t BufferPool::capacity() const { return reservation_ ? reservation_->size() : 0; }

@@ -64,7 +64,6 @@ class BufferPool {
   // up to `events` buffer uses, so that no fence creates one on the collective path
   // (fence_events.h). Without it, fences make their events as they first need them.
   Result Prepare(size_t events);
-  const FenceEvents& fence_events() const { return fence_events_; }
 
   // A buffer of at least `bytes` that no live lease holds; a lease `out` held is returned first. A
   // bounded pool with no free buffer that fits and no room left to carve one refuses
@@ -77,7 +76,6 @@ class BufferPool {
   Result UsesEnded(bool* ended);
 
   size_t capacity() const;  // a bounded pool's reservation
-  bool bounded() const { return bounded_; }
   size_t buffers_allocated() const;
   size_t bytes_allocated() const;
 

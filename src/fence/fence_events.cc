@@ -66,9 +66,4 @@ size_t FenceEvents::free_events() const {
   return free_.size();
 }
 
-bool FenceEvents::reserved() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return reserved_;
-}
-
 }  // namespace zpp

@@ -41,7 +41,6 @@ class FenceEvents {
   Result RecordShared(Stream& stream);
 
   size_t free_events() const;
-  bool reserved() const;
 
  private:
   Backend& backend_;

@@ -83,8 +83,10 @@ void SimBackend::EnableStreamOrderCheckForTesting() {
 }
 
 void SimBackend::Uses(Stream& stream, const char* what,
-                      std::vector<StreamOrderChecker::Access> accesses) {
-  if (order_) order_->Enqueue(AsSim(stream).identity().handle, what, accesses);
+                      std::initializer_list<StreamOrderChecker::Access> accesses) {
+  if (order_) {
+    order_->Enqueue(AsSim(stream).identity().handle, what, {accesses.begin(), accesses.size()});
+  }
 }
 
 Result SimBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
@@ -369,13 +371,15 @@ Result SimBackend::Fingerprint(std::span<const std::byte> bytes, uint64_t* devic
 Result SimBackend::SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates,
                                    uint32_t hit, std::span<std::byte> send, uint32_t* counters,
                                    Stream& stream) {
-  std::vector<StreamOrderChecker::Access> uses = {{now, sizeof(uint64_t), false}};
-  for (uint32_t i = 0; i < candidates.count; ++i) {
-    uses.push_back({candidates.fingerprint[i], sizeof(uint64_t), false});
-    uses.push_back({candidates.partition[i], send.size(), false});
+  if (order_) {  // a list as long as the candidates: built only when checking
+    std::vector<StreamOrderChecker::Access> uses = {{now, sizeof(uint64_t), false}};
+    for (uint32_t i = 0; i < candidates.count; ++i) {
+      uses.push_back({candidates.fingerprint[i], sizeof(uint64_t), false});
+      uses.push_back({candidates.partition[i], send.size(), false});
+    }
+    uses.push_back({send.data(), send.size(), true});
+    order_->Enqueue(AsSim(stream).identity().handle, "SelectPartition", uses);
   }
-  uses.push_back({send.data(), send.size(), true});
-  Uses(stream, "SelectPartition", std::move(uses));
   return LaunchChecked(
       stream, [=] { return codec::SelectPartition(now, candidates, hit, send, counters); });
 }

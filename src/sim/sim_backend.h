@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "backend/backend.h"
@@ -133,8 +134,10 @@ class SimBackend final : public Backend {
   std::atomic<bool> host_allocation_fails_{false};
   std::atomic<bool> event_creation_fails_{false};
   std::unique_ptr<StreamOrderChecker> order_;
-  // Declares an operation's memory to the order checker, when on.
-  void Uses(Stream& stream, const char* what, std::vector<StreamOrderChecker::Access> accesses);
+  // Declares an operation's memory to the order checker, when on (nothing is built when off:
+  // the CPU backend's collective path runs through here).
+  void Uses(Stream& stream, const char* what,
+            std::initializer_list<StreamOrderChecker::Access> accesses);
   std::atomic<size_t> allocation_limit_{SIZE_MAX};
 };
 

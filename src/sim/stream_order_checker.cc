@@ -84,7 +84,7 @@ void StreamOrderChecker::Check(uintptr_t stream, const Clock& clock, uint64_t ti
 }
 
 void StreamOrderChecker::Enqueue(uintptr_t stream, const char* what,
-                                 const std::vector<Access>& accesses) {
+                                 std::span<const Access> accesses) {
   std::lock_guard<std::mutex> lock(mutex_);
   Clock& clock = streams_[stream];
   const uint64_t tick = ++clock[stream];

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,7 +34,7 @@ class StreamOrderChecker {
   void Record(uintptr_t event, uintptr_t stream);
   void Wait(uintptr_t stream, uintptr_t event);
   // One operation `what` enqueued on `stream`, with the memory it touches.
-  void Enqueue(uintptr_t stream, const char* what, const std::vector<Access>& accesses);
+  void Enqueue(uintptr_t stream, const char* what, std::span<const Access> accesses);
 
   size_t violation_count() const;
   // The first few, described.

@@ -11,7 +11,6 @@ namespace zpp::tune {
 namespace {
 
 constexpr ncclDataType_t kDtypes[3] = {ncclFloat32, ncclFloat16, ncclBfloat16};
-constexpr const char* kDtypeNames[3] = {"fp32", "fp16", "bf16"};
 constexpr const char* kOpNames[2] = {"all-gather", "reduce-scatter"};
 
 plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
@@ -227,7 +226,7 @@ std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>
     if (!measured) continue;
     const int op = e / (3 * kBands), d = (e / kBands) % 3, band = e % kBands;
     if (!out.empty()) out.append("; ");
-    out.append(kOpNames[op]).append(" ").append(kDtypeNames[d]).append(" ");
+    out.append(kOpNames[op]).append(" ").append(plan::DtypeName(kDtypes[d])).append(" ");
     out.append(BytesText(uint64_t{1} << band)).append("+:");
     char text[32];
     for (int t = 0; t < tried; ++t) {
@@ -245,7 +244,7 @@ std::string DecisionTable::Describe() const {
   for (int op = 0; op < 2; ++op) {
     for (int d = 0; d < 3; ++d) {
       if (!out.empty()) out.append("; ");
-      out.append(kOpNames[op]).append(" ").append(kDtypeNames[d]).append(":");
+      out.append(kOpNames[op]).append(" ").append(plan::DtypeName(kDtypes[d])).append(":");
       for (int band = 0; band < kBands; ++band) {
         const int e = (op * 3 + d) * kBands + band;
         if (band > 0 && choice_[e] == choice_[e - 1]) continue;

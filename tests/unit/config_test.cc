@@ -50,6 +50,10 @@ TEST_P(ConfigCaseTest, GivesDocumentedValueOrDefault) {
     // A rejected value falls back to the default; a list keeps what it named right.
     EXPECT_THAT(warning, AnyOf(HasSubstr("using the default"), HasSubstr("; using ")));
     EXPECT_THAT(warning, HasSubstr(c.expected == "" ? "(unset)" : c.expected));
+    // Rejected whole (the default used) or kept in part (a subsystem list): zpp-env tells which.
+    const bool whole = warning.find("using the default") != std::string::npos;
+    EXPECT_EQ(result.rejected,
+              whole ? std::vector<std::string>{c.name} : std::vector<std::string>{});
   } else {
     EXPECT_TRUE(result.warnings.empty()) << result.warnings[0];
   }
