@@ -458,6 +458,20 @@ mutant torch-pg-timeout plugin/torch/zpp_torch/backend.py \
   '        check(LIB.zppCpuCommOpenWithTimeout(rank, size, timeout_ms, ctypes.byref(self._comm)),' \
   '        check(LIB.zppCpuCommOpenWithTimeout(rank, size, 0, ctypes.byref(self._comm)),' \
   "ctest=TorchRankKilled@420"
+# Mismatched calls refused on every rank, both named; a dead peer seen at once (issue 29, items
+# 6 and 7).
+mutant transport-call-signature src/transport/ucp_transport.cc \
+  '         ((static_cast<ucp_tag_t>(call.signature) << kSignatureShift) & kSignatureMask) |' \
+  '' \
+  "ctest=TorchMismatchedCalls@300"
+mutant transport-notes src/transport/ucp_transport.cc \
+  '    if (peer != rank_) SendNote(peer, mine);' \
+  '    (void)peer;' \
+  "ctest=TorchMismatchedCalls@300"
+mutant transport-liveness src/transport/ucp_transport.cc \
+  '    if (look_at_processes && peer.same_machine && peer.identity.Gone()) {' \
+  '    if (false) {' \
+  "ctest=TorchRankKilled@420"
 mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
   $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
   '' \

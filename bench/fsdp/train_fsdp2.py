@@ -15,6 +15,7 @@ backend, every rank writes stats<rank>.json: its engine counters after each opti
 import argparse
 import ctypes
 import os
+import signal
 import sys
 import time
 
@@ -28,6 +29,8 @@ def parse():
     parser.add_argument("--die-at-step", type=int, default=-1,
                         help="tests: rank --die-rank SIGKILLs itself at this step")
     parser.add_argument("--die-rank", type=int, default=1)
+    parser.add_argument("--die-how", choices=("kill", "stall"), default="kill",
+                        help="tests: stall stops the rank (SIGSTOP) instead: alive and silent")
     return parser.parse_args()
 
 
@@ -107,7 +110,9 @@ def main():
     start = time.monotonic()
     for step in range(args.steps):
         if step == args.die_at_step and rank == args.die_rank:
-            os.kill(os.getpid(), 9)
+            if args.die_how == "stall":
+                print(f"rank {rank}: stalling at step {step}", flush=True)
+            os.kill(os.getpid(), signal.SIGSTOP if args.die_how == "stall" else signal.SIGKILL)
         inputs, targets = (t.to(device) for t in batches.get(step))
         loss = gpt_text.loss_of(model, inputs, targets)
         optimizer.zero_grad()

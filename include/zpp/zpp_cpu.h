@@ -43,6 +43,10 @@ ZPP_API ncclResult_t zppCpuCommAddress(zppCpuComm_t comm, const void** address, 
  * configuration agreement, as the plugin does on an NCCL communicator. */
 ZPP_API ncclResult_t zppCpuCommConnect(zppCpuComm_t comm, const void* addresses,
                                        const size_t* bytes);
+/* Why the communicator's calls fail ("" while they work), as ncclGetLastError: which rank found
+ * what (mismatched calls, a peer gone, a timeout) and the call each rank was in. Valid until the
+ * next call of this function on `comm`; NULL for a NULL comm. */
+ZPP_API const char* zppCpuCommGetLastError(zppCpuComm_t comm);
 /* Frees the communicator; NULL is allowed. */
 ZPP_API ncclResult_t zppCpuCommDestroy(zppCpuComm_t comm);
 

@@ -3,6 +3,7 @@
 // process has one epoch whichever hook advances it.
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/c_boundary.h"
@@ -14,6 +15,7 @@
 struct zppCpuComm {
   std::shared_ptr<zpp::cpu::CpuComm> comm;
   zpp::transport::Address address;
+  std::string last_error;  // what zppCpuCommGetLastError gave out last
 };
 
 namespace {
@@ -81,6 +83,16 @@ ZPP_API ncclResult_t zppCpuCommConnect(zppCpuComm_t comm, const void* addresses,
     zpp::cpu::RegisterForStatsTable(comm->comm);
     return ncclSuccess;
   });
+}
+
+ZPP_API const char* zppCpuCommGetLastError(zppCpuComm_t comm) {
+  if (comm == nullptr || comm->comm == nullptr) return nullptr;
+  try {
+    comm->last_error = comm->comm->Failure();
+  } catch (...) {
+    comm->last_error = "zpp: the failure could not be read (out of memory)";
+  }
+  return comm->last_error.c_str();
 }
 
 ZPP_API ncclResult_t zppCpuCommDestroy(zppCpuComm_t comm) {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "config/config.h"
+#include "cpu_comm/call_label.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
@@ -240,6 +241,7 @@ Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  transport_->BeginCall(AllGatherLabel(++calls_, args));
   return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->AllGather(args, *stream_, ran); });
 }
@@ -248,6 +250,7 @@ Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  transport_->BeginCall(ReduceScatterLabel(++calls_, args));
   return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
 }
@@ -256,6 +259,7 @@ Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  transport_->BeginCall(AllGatherBytesLabel(++calls_, bytes));
   return Finish(backend_->AllGather(send, recv, bytes, GroupKind::kWorld, *stream_));
 }
 
@@ -264,6 +268,7 @@ Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
   ZPP_CHECK_ARG(root >= 0 && root < size_, "broadcast: root %d of %d ranks", root, size_);
+  transport_->BeginCall(BroadcastLabel(++calls_, bytes, root));
   if (rank_ != root) {
     return Finish(backend_->Recv(data, bytes, root, GroupKind::kWorld, *stream_));
   }
@@ -276,5 +281,7 @@ Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
 }
 
 void CpuComm::Snapshot(zppStats_t* out) const { stats_.Snapshot(out); }
+
+std::string CpuComm::Failure() const { return transport_->Failure(); }
 
 }  // namespace zpp::cpu

@@ -80,6 +80,9 @@ class CpuComm {
   void Snapshot(zppStats_t* out) const;
   // The grouping, for the log and the stats table ("2 nodes x 2 ranks").
   const topology::Topology& topology() const { return topology_; }
+  // Why the transport broke ("" while it works): which rank found what, and the call each rank
+  // was in.
+  std::string Failure() const;
   // Why the engine runs plain collectives only ("" when the settings agreed).
   const std::string& config_difference() const { return config_difference_; }
 
@@ -118,6 +121,7 @@ class CpuComm {
   tune::TrialLog trial_log_;
   std::string committed_;  // the last commit's table, to tell whether a recalibration changed it
   tune::DriftWatch drift_;
+  uint64_t calls_ = 0;        // this communicator's calls so far; the transport labels each
   mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
 };
 

@@ -6,11 +6,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "backend/backend.h"
 #include "common/result.h"
 
 namespace zpp::transport {
+
+// The communicator call that the operations after BeginCall belong to. Every member of a call
+// must be in the same call: `number` counts the communicator's calls (0 is its set-up), and
+// `signature` is what they must agree on (the collective, its count, dtype, reduction and root,
+// hashed); `description` names the call in an error ("all_gather of 1024 x float32 per rank").
+struct CallLabel {
+  uint64_t number = 0;
+  uint32_t signature = 0;
+  std::string description = "set-up";
+};
 
 // One group as the calling rank sees it.
 struct GroupView {
@@ -28,6 +39,13 @@ struct GroupView {
 class Transport {
  public:
   virtual ~Transport() = default;
+
+  // Labels what follows, until the next BeginCall: a transport that can tell members of different
+  // calls apart refuses to match them and fails them on every rank, both calls named. The
+  // in-process transport's threads run one test program and do not check.
+  virtual void BeginCall(const CallLabel& label) { (void)label; }
+  // Why the transport broke ("" while it works): the error a caller shows its user.
+  virtual std::string Failure() const { return ""; }
 
   // recv holds members.size() pieces of `bytes`, piece i from member i; send may be piece
   // my_index of recv (in place).

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -9,16 +10,43 @@
 namespace zpp::transport {
 namespace {
 
-// Tag: kind (3 bits) | point-to-point (1) | source rank (20) | sequence (40).
+// Tag: kind (3 bits) | point-to-point (1) | source rank (20) | call number (12) | call
+// signature (12) | sequence (16). The call number and sequence wrap: what they tell apart is
+// never that many calls (or operations of one group) apart while in flight.
 constexpr int kRankBits = 20;
-constexpr int kSequenceBits = 40;
+constexpr int kCallBits = 12;
+constexpr int kSignatureBits = 12;
+constexpr int kSequenceBits = 16;
+constexpr int kSignatureShift = kSequenceBits;
+constexpr int kCallShift = kSignatureShift + kSignatureBits;
+constexpr int kRankShift = kCallShift + kCallBits;
+static_assert(kRankShift + kRankBits == 60);
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+constexpr ucp_tag_t Bits(int count, int shift) { return ((ucp_tag_t{1} << count) - 1) << shift; }
+constexpr ucp_tag_t kRankMask = Bits(kRankBits, kRankShift);
+constexpr ucp_tag_t kCallMask = Bits(kCallBits, kCallShift);
+constexpr ucp_tag_t kSignatureMask = Bits(kSignatureBits, kSignatureShift);
+// The channel of the notes (after every group kind): kind bits all set, point to point.
+constexpr ucp_tag_t kNoteTag = (ucp_tag_t{7} << 61) | (ucp_tag_t{1} << 60);
+constexpr ucp_tag_t kNoteMask = Bits(4, 60);
+static_assert(static_cast<int>(GroupKind::kInterRack) < 7);
 
-ucp_tag_t Tag(GroupKind kind, bool point_to_point, int source, uint64_t sequence) {
+ucp_tag_t Tag(GroupKind kind, bool point_to_point, int source, const CallLabel& call,
+              uint64_t sequence) {
   return (static_cast<ucp_tag_t>(kind) << 61) | (static_cast<ucp_tag_t>(point_to_point) << 60) |
-         (static_cast<ucp_tag_t>(source) << kSequenceBits) |
-         (sequence & ((ucp_tag_t{1} << kSequenceBits) - 1));
+         (static_cast<ucp_tag_t>(source) << kRankShift) |
+         ((static_cast<ucp_tag_t>(call.number) << kCallShift) & kCallMask) |
+         ((static_cast<ucp_tag_t>(call.signature) << kSignatureShift) & kSignatureMask) |
+         (sequence & Bits(kSequenceBits, 0));
 }
+
+// How long a rank that found a fault waits for the other ranks' notes (they answer from their
+// own waits, within milliseconds; a rank computing between calls answers at its next call).
+constexpr std::chrono::milliseconds kNoteWait(300);
+// How often a waiting rank looks whether the peers it waits for still run.
+constexpr std::chrono::milliseconds kLivenessPeriod(100);
+// Idle polls between looks for a fault while a wait makes no progress.
+constexpr uint64_t kFaultLookPolls = 64;
 
 // How long the last operations of a healthy transport may take to drain at close.
 constexpr std::chrono::milliseconds kCloseBound(5000);
@@ -36,7 +64,23 @@ void Backoff(uint64_t idle_polls) {
   std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+void CopyText(const std::string& text, char* out, size_t bytes) {
+  const size_t length = std::min(text.size(), bytes - 1);
+  std::memcpy(out, text.data(), length);
+  out[length] = '\0';
+}
+
 }  // namespace
+
+struct UcpTransport::Note {
+  static constexpr uint32_t kMagic = 0x7a70704e;  // "zppN"
+  uint32_t magic = kMagic;
+  int32_t rank = -1;
+  int32_t result = ncclRemoteError;
+  int32_t found = 0;      // 1: the sender found the fault itself; 0: it answers a note
+  char reason[256] = {};  // what it found
+  char call[256] = {};    // the call it is in
+};
 
 UcpTransport::UcpTransport(int rank, int size, std::chrono::milliseconds timeout)
     : rank_(rank), size_(size), timeout_(timeout) {}
@@ -105,8 +149,11 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
     ZPP_WARN("UCP: ucp_worker_get_address failed: %s", ucs_status_string(got));
     return ncclSystemError;
   }
+  // The address the others need: who this process is, then how UCX reaches it.
+  address_out->assign(kIdentityBytes, std::byte{0});
+  WriteIdentity(transport->self_, address_out->data());
   const auto* first = reinterpret_cast<const std::byte*>(address);
-  address_out->assign(first, first + address_bytes);
+  address_out->insert(address_out->end(), first, first + address_bytes);
   ucp_worker_release_address(worker, address);
 
   *out = std::move(transport);
@@ -120,15 +167,36 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
   ZPP_CHECK_ARG(peers_.empty(), "UCP transport of rank %d: connected twice", rank_);
   peers_.resize(size_);
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+    Peer& peer = peers_[r];
+    peer.owner = this;
+    peer.rank = r;
+    if (r == rank_) {
+      peer.identity = self_;
+      continue;
+    }
+    if (!ReadIdentity(addresses[r].data(), addresses[r].size(), &peer.identity)) {
+      ZPP_WARN("UCP: rank %d's address is not a zpp transport address (a different zpp build?)", r);
+      return ncclInvalidUsage;
+    }
+    peer.same_machine = self_.SharesProcessTable(peer.identity);
     ucp_ep_params_t params{};
-    // UCP_ERR_HANDLING_MODE_NONE: with PEER, UCX 1.13 drops its shared-memory transports (they
-    // have no peer-failure handler) and goes over TCP, twice as slow here. A dead peer is then
-    // found by the timeout alone, which bounds every wait anyway.
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data());
-    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    const ucs_status_t status = ucp_ep_create(worker_.get(), &params, &peers_[r].endpoint);
+    params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data() + kIdentityBytes);
+    if (peer.same_machine) {
+      // UCP_ERR_HANDLING_MODE_NONE: with PEER, UCX 1.13 drops its shared-memory transports (they
+      // have no peer-failure handler) and goes over TCP, twice as slow here. The process table
+      // tells when such a peer dies (LookForFaults).
+      params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    } else {
+      // Another machine: TCP (or a network), where UCX itself reports a peer gone.
+      params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+        static_cast<Peer*>(arg)->failed = status;  // called inside ucp_worker_progress
+      };
+      params.err_handler.arg = &peer;
+    }
+    const ucs_status_t status = ucp_ep_create(worker_.get(), &params, &peer.endpoint);
     if (status != UCS_OK) {
       ZPP_WARN("UCP: cannot create an endpoint to rank %d: %s", r, ucs_status_string(status));
       return ncclSystemError;
@@ -144,6 +212,7 @@ UcpTransport::~UcpTransport() {
   // Healthy: flush, so that the last messages reach ranks still receiving them. Broken: a peer
   // may be gone and never answer the flush; the bound is short, and the worker ends the rest.
   CloseEndpoints(broken_.load() == ncclSuccess ? kCloseBound : kCancelBound);
+  for (void* request : note_sends_) ucp_request_free(request);
 }
 
 void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {
@@ -151,6 +220,11 @@ void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {
   for (Peer& peer : peers_) {
     if (peer.endpoint == nullptr) continue;
     ucp_request_param_t param{};
+    if (peer.failed != UCS_OK) {
+      // UCX requires a forced close of an endpoint whose peer failed.
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
     void* request = ucp_ep_close_nbx(peer.endpoint, &param);
     peer.endpoint = nullptr;
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
@@ -178,6 +252,20 @@ void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {
   }
 }
 
+void UcpTransport::BeginCall(const CallLabel& label) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  call_ = label;
+}
+
+std::string UcpTransport::Failure() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_;
+}
+
+std::string UcpTransport::CallInProgress() const {
+  return "call " + std::to_string(call_.number) + ", " + call_.description;
+}
+
 Result UcpTransport::CheckUsable(int rank) const {
   const int broken = broken_.load();
   if (broken != ncclSuccess) return static_cast<Result>(broken);
@@ -190,32 +278,151 @@ Result UcpTransport::PostSend(int to, ucp_tag_t tag, const void* data, size_t by
   ucp_request_param_t param{};
   void* request = ucp_tag_send_nbx(peers_[to].endpoint, data, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(request)) {
-    ZPP_WARN("UCP: send to rank %d failed: %s", to, ucs_status_string(UCS_PTR_STATUS(request)));
-    return Abort("a send failed");
+    return Fail(ncclRemoteError, "a send to rank " + std::to_string(to) +
+                                     " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  if (request != nullptr) pending->push_back({request, 0, false});
+  if (request != nullptr) pending->push_back({request, 0, false, to});
   return ncclSuccess;
 }
 
-Result UcpTransport::PostReceive(ucp_tag_t tag, void* data, size_t bytes,
+Result UcpTransport::PostReceive(int from, ucp_tag_t tag, void* data, size_t bytes,
                                  std::vector<Pending>* pending) {
   ucp_request_param_t param{};
   void* request = ucp_tag_recv_nbx(worker_.get(), data, bytes, tag, kFullMask, &param);
   if (UCS_PTR_IS_ERR(request)) {
-    ZPP_WARN("UCP: receive failed: %s", ucs_status_string(UCS_PTR_STATUS(request)));
-    return Abort("a receive failed");
+    return Fail(ncclRemoteError, "a receive from rank " + std::to_string(from) +
+                                     " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  if (request != nullptr) pending->push_back({request, bytes, true});
+  if (request != nullptr) pending->push_back({request, bytes, true, from});
   return ncclSuccess;
 }
 
-Result UcpTransport::Abort(const char* why) {
+Result UcpTransport::Fail(Result result, const std::string& reason, const Note* trigger) {
   int expected = ncclSuccess;
-  if (broken_.compare_exchange_strong(expected, ncclRemoteError)) {
-    ZPP_WARN("rank %d: %s; this job's collectives fail from now on with ncclRemoteError", rank_,
-             why);
+  if (!broken_.compare_exchange_strong(expected, result)) return static_cast<Result>(expected);
+  // Everyone hears of it, with the call this rank is in; they answer with theirs.
+  Note mine;
+  mine.rank = rank_;
+  mine.result = result;
+  mine.found = 1;
+  CopyText(reason, mine.reason, sizeof(mine.reason));
+  CopyText(CallInProgress(), mine.call, sizeof(mine.call));
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) SendNote(peer, mine);
   }
-  return ncclRemoteError;
+  std::vector<std::string> calls(size_);
+  calls[rank_] = mine.call;
+  int heard = 1;
+  if (trigger != nullptr) {
+    calls[trigger->rank] = trigger->call;
+    ++heard;
+  }
+  const Clock::time_point deadline = Clock::now() + kNoteWait;
+  uint64_t idle = 0;
+  while (heard < size_ && Clock::now() < deadline) {
+    Note note;
+    if (TakeNote(&note)) {
+      if (calls[note.rank].empty()) ++heard;
+      calls[note.rank] = note.call;
+      idle = 0;
+      continue;
+    }
+    if (ucp_worker_progress(worker_.get()) != 0) idle = 0;
+    Backoff(idle++);
+  }
+  std::string text = "rank " + std::to_string(rank_) + ": " + reason + ". Calls in progress:";
+  for (int peer = 0; peer < size_; ++peer) {
+    text += " rank " + std::to_string(peer) + " (" + peers_[peer].identity.Describe() +
+            "): " + (calls[peer].empty() ? std::string("no answer") : calls[peer]) + ";";
+  }
+  text.back() = '.';
+  ZPP_WARN("%s This communicator fails from now on (%s).", text.c_str(), ResultName(result));
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  failure_ = std::move(text);
+  return result;
+}
+
+void UcpTransport::SendNote(int to, const Note& note) {
+  if (peers_[to].endpoint == nullptr || peers_[to].failed != UCS_OK) return;
+  ucp_request_param_t param{};
+  // Small enough to be sent at once (eager): UCX copies it before the call returns.
+  void* request =
+      ucp_tag_send_nbx(peers_[to].endpoint, &note, sizeof(note),
+                       kNoteTag | (static_cast<ucp_tag_t>(rank_) << kRankShift), &param);
+  if (request != nullptr && !UCS_PTR_IS_ERR(request)) note_sends_.push_back(request);
+}
+
+bool UcpTransport::TakeNote(Note* note) {
+  ucp_tag_recv_info_t info{};
+  ucp_tag_message_h message = ucp_tag_probe_nb(worker_.get(), kNoteTag, kNoteMask, 1, &info);
+  if (message == nullptr) return false;
+  ucp_request_param_t param{};
+  void* request = ucp_tag_msg_recv_nbx(worker_.get(), note, sizeof(*note), message, &param);
+  if (UCS_PTR_IS_ERR(request)) return false;
+  if (request != nullptr) {
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_.get());
+    ucp_request_free(request);
+  }
+  note->reason[sizeof(note->reason) - 1] = '\0';
+  note->call[sizeof(note->call) - 1] = '\0';
+  return info.length == sizeof(*note) && note->magic == Note::kMagic && note->rank >= 0 &&
+         note->rank < size_ && note->rank != rank_;
+}
+
+std::string UcpTransport::RanksOf(const std::vector<Pending>& pending) const {
+  std::vector<bool> waiting(size_);
+  bool receives = false;
+  for (const Pending& p : pending) receives |= p.request != nullptr && p.is_receive;
+  for (const Pending& p : pending) {
+    if (p.request != nullptr && p.is_receive == receives && p.peer >= 0) waiting[p.peer] = true;
+  }
+  std::string ranks;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (!waiting[peer]) continue;
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer) + " (" +
+             peers_[peer].identity.Describe() + ")";
+  }
+  return (receives ? "nothing yet from rank(s) " : "rank(s) not yet taking this rank's data: ") +
+         ranks;
+}
+
+Result UcpTransport::LookForFaults(const std::vector<Pending>& pending, const char* what) {
+  Note note;
+  if (TakeNote(&note)) {
+    // Fail's own note answers the finder, who is collecting the calls in progress.
+    return Fail(static_cast<Result>(note.result),
+                "rank " + std::to_string(note.rank) + " reported: " + note.reason, &note);
+  }
+  const Clock::time_point now = Clock::now();
+  const bool look_at_processes = now >= next_liveness_;
+  if (look_at_processes) next_liveness_ = now + kLivenessPeriod;
+  for (const Pending& p : pending) {
+    if (p.request == nullptr || p.peer < 0) continue;
+    const Peer& peer = peers_[p.peer];
+    if (p.is_receive) {
+      // A message from this peer in this call that cannot match: the peer is in another call.
+      ucp_tag_recv_info_t info{};
+      const ucp_tag_t tag = Tag(GroupKind::kWorld, false, p.peer, call_, 0);
+      if (ucp_tag_probe_nb(worker_.get(), tag, kRankMask | kCallMask, 0, &info) != nullptr &&
+          (info.sender_tag & kSignatureMask) != (tag & kSignatureMask) &&
+          (info.sender_tag & kNoteMask) != kNoteTag) {
+        return Fail(ncclInvalidUsage, "mismatched calls: rank " + std::to_string(p.peer) +
+                                          "'s message in call " + std::to_string(call_.number) +
+                                          " is of another collective, count or dtype than rank " +
+                                          std::to_string(rank_) + "'s (" + what + ")");
+      }
+    }
+    if (peer.failed != UCS_OK) {
+      return Fail(ncclRemoteError, "rank " + std::to_string(p.peer) + " (" +
+                                       peer.identity.Describe() + ") is gone: UCX reports " +
+                                       ucs_status_string(peer.failed));
+    }
+    if (look_at_processes && peer.same_machine && peer.identity.Gone()) {
+      return Fail(ncclRemoteError, "rank " + std::to_string(p.peer) + " (" +
+                                       peer.identity.Describe() + ") is gone: its process exited");
+    }
+  }
+  return ncclSuccess;
 }
 
 void UcpTransport::Release(std::vector<Pending>* pending) {
@@ -252,7 +459,10 @@ void UcpTransport::Release(std::vector<Pending>* pending) {
 }
 
 Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
-  const Clock::time_point deadline = Clock::now() + timeout_;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + timeout_;
+  const Clock::time_point warn_at = start + timeout_ / 4;
+  bool warned = false;
   uint64_t idle = 0;
   for (;;) {
     {
@@ -263,7 +473,7 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
       }
       while (ucp_worker_progress(worker_.get()) != 0) idle = 0;
       bool done = true;
-      Result failed = ncclSuccess;
+      std::string failed;
       for (Pending& p : *pending) {
         if (p.request == nullptr) continue;
         const ucs_status_t status = ucp_request_check_status(p.request);
@@ -275,33 +485,47 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
           ucp_tag_recv_info_t info{};
           if (ucp_tag_recv_request_test(p.request, &info) == UCS_OK &&
               info.length != p.expected_bytes) {
-            ZPP_WARN("UCP: %s: a message of %zu bytes where %zu were expected", what, info.length,
-                     p.expected_bytes);
-            failed = ncclInternalError;
+            failed = "a message of " + std::to_string(info.length) + " bytes from rank " +
+                     std::to_string(p.peer) + " where " + std::to_string(p.expected_bytes) +
+                     " were expected";
           }
         } else if (status != UCS_OK) {
-          ZPP_INFO(kInit, "UCP: %s: an operation failed: %s", what, ucs_status_string(status));
-          failed = ncclRemoteError;
+          failed = std::string("an operation with rank ") + std::to_string(p.peer) +
+                   " failed: " + ucs_status_string(status);
         }
         ucp_request_free(p.request);
         p.request = nullptr;
       }
-      if (failed != ncclSuccess) {
-        const Result aborted = Abort(what);
+      if (!failed.empty()) {
+        const Result result = Fail(ncclRemoteError, std::string(what) + ": " + failed);
         Release(pending);
-        return failed == ncclInternalError ? failed : aborted;
+        return result;
       }
       if (done) {
         pending->clear();
         return ncclSuccess;
       }
-      if (Clock::now() >= deadline) {
-        char why[160];
-        std::snprintf(why, sizeof(why), "%s: nothing completed within ZPP_TIMEOUT (%lld ms)", what,
-                      static_cast<long long>(timeout_.count()));
-        const Result aborted = Abort(why);
+      if (idle >= kFaultLookPolls && idle % kFaultLookPolls == 0) {
+        if (Result found = LookForFaults(*pending, what); found != ncclSuccess) {
+          Release(pending);
+          return found;
+        }
+      }
+      const Clock::time_point now = Clock::now();
+      if (!warned && now >= warn_at) {
+        warned = true;
+        ZPP_WARN("rank %d: %s of %s: %s after %.0f s; the error comes at %.0f s", rank_, what,
+                 CallInProgress().c_str(), RanksOf(*pending).c_str(),
+                 std::chrono::duration<double>(now - start).count(),
+                 std::chrono::duration<double>(timeout_).count());
+      }
+      if (now >= deadline) {
+        const Result result = Fail(
+            ncclRemoteError, std::string(what) + ": " + RanksOf(*pending) +
+                                 " within the timeout (" + std::to_string(timeout_.count()) +
+                                 " ms: ZPP_TIMEOUT, or init_process_group's timeout when shorter)");
         Release(pending);
-        return aborted;
+        return result;
       }
     }
     Backoff(idle++);
@@ -327,7 +551,7 @@ Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequenc
     for (size_t i = 0; i < group.members.size(); ++i) {
       const int member = group.members[i];
       if (member == rank_) continue;
-      if (Result r = PostReceive(Tag(group.kind, false, member, sequence),
+      if (Result r = PostReceive(member, Tag(group.kind, false, member, call_, sequence),
                                  static_cast<char*>(recv) + i * bytes, bytes, &pending);
           r != ncclSuccess) {
         Release(&pending);
@@ -337,7 +561,7 @@ Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequenc
     for (size_t j = 0; j < group.members.size(); ++j) {
       const int member = group.members[j];
       if (member == rank_) continue;
-      if (Result r = PostSend(member, Tag(group.kind, false, rank_, sequence),
+      if (Result r = PostSend(member, Tag(group.kind, false, rank_, call_, sequence),
                               static_cast<const char*>(send) + j * send_stride, bytes, &pending);
           r != ncclSuccess) {
         Release(&pending);
@@ -360,7 +584,7 @@ Result UcpTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence, c
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ZPP_CHECK(PostSend(to, Tag(kind, true, rank_, sequence), send, bytes, &pending));
+    ZPP_CHECK(PostSend(to, Tag(kind, true, rank_, call_, sequence), send, bytes, &pending));
   }
   return WaitAll(&pending, "send");
 }
@@ -373,7 +597,7 @@ Result UcpTransport::Recv(int rank, GroupKind kind, int from, uint64_t sequence,
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ZPP_CHECK(PostReceive(Tag(kind, true, from, sequence), recv, bytes, &pending));
+    ZPP_CHECK(PostReceive(from, Tag(kind, true, from, call_, sequence), recv, bytes, &pending));
   }
   return WaitAll(&pending, "receive");
 }

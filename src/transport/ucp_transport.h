@@ -5,10 +5,21 @@
 // One worker per process, driven by whichever stream worker waits on it. Every collective is
 // tagged messages (kind, source rank, sequence), so calls match by order as NCCL's do.
 //
-// Faults: an operation that fails, or ZPP_TIMEOUT without completion, breaks the transport: what
-// was in flight is cancelled, the call returns ncclRemoteError, and so does every later call at
-// once (the endpoints use UCP_ERR_HANDLING_MODE_NONE, see Connect: a dead peer is found by the
-// timeout).
+// Every tag also carries the communicator's call number and signature (CallLabel): messages of
+// different calls never match, so mismatched calls cannot deliver each other's bytes.
+//
+// Faults break the transport: what was in flight is cancelled, the call fails, and so does every
+// later call at once. A rank finds a fault while it waits (never on the fast path):
+//   - a message from a peer in the same call number with another signature: the ranks called
+//     different collectives (ncclInvalidUsage);
+//   - a peer's process gone: on this machine, seen in the process table within kLivenessPeriod
+//     (its endpoints use UCP_ERR_HANDLING_MODE_NONE, see Connect); on another machine, UCX's
+//     endpoint error (ncclRemoteError);
+//   - nothing for the timeout (ZPP_TIMEOUT, or torch's shorter one), after a WARN at a quarter
+//     of it that names the ranks not yet heard from (ncclRemoteError).
+// The rank that finds it tells every other rank (a note on a channel of its own), and each
+// answers with the call it is in: within moments every rank fails, with one error that says what
+// went wrong and which call each rank was in (Failure()).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -20,6 +31,7 @@
 #include <vector>
 
 #include "transport/bootstrap.h"
+#include "transport/process_identity.h"
 #include "transport/transport.h"
 
 namespace zpp::transport {
@@ -44,6 +56,9 @@ class UcpTransport final : public Transport {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  void BeginCall(const CallLabel& label) override;
+  std::string Failure() const override;
+
   Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
                    void* recv, size_t bytes) override;
   Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
@@ -61,14 +76,21 @@ class UcpTransport final : public Transport {
     void operator()(ucp_worker_h worker) const { ucp_worker_destroy(worker); }
   };
   struct Peer {
+    UcpTransport* owner = nullptr;
+    int rank = 0;
     ucp_ep_h endpoint = nullptr;
+    ProcessIdentity identity;
+    bool same_machine = false;     // its process is in this one's process table
+    ucs_status_t failed = UCS_OK;  // set by UCX's error handler (endpoints to other machines)
   };
   // An operation in flight; request is nullptr once it has completed and been released.
   struct Pending {
     void* request = nullptr;
     size_t expected_bytes = 0;  // receives: the length the message must have
     bool is_receive = false;
+    int peer = -1;
   };
+  struct Note;  // what a rank that found a fault tells the others (ucp_transport.cc)
 
   UcpTransport(int rank, int size, std::chrono::milliseconds timeout);
 
@@ -79,8 +101,18 @@ class UcpTransport final : public Transport {
   // Under mutex_.
   Result PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                   std::vector<Pending>* pending);
-  Result PostReceive(ucp_tag_t tag, void* data, size_t bytes, std::vector<Pending>* pending);
-  Result Abort(const char* why);
+  Result PostReceive(int from, ucp_tag_t tag, void* data, size_t bytes,
+                     std::vector<Pending>* pending);
+  // Breaks the transport with `result` for `reason` (what this rank found), tells every peer,
+  // and gathers, briefly, the calls they are in into Failure(); `trigger` is the note that told
+  // this rank, if one did. Under mutex_.
+  Result Fail(Result result, const std::string& reason, const Note* trigger = nullptr);
+  // While a wait is idle: a peer's note, a mismatched call, a peer gone. Under mutex_.
+  Result LookForFaults(const std::vector<Pending>& pending, const char* what);
+  bool TakeNote(Note* note);  // a note waiting from any peer; under mutex_
+  void SendNote(int to, const Note& note);
+  std::string CallInProgress() const;                              // "call 5, all_gather of ..."
+  std::string RanksOf(const std::vector<Pending>& pending) const;  // not yet heard from
   void Release(std::vector<Pending>* pending);
   void CloseEndpoints(std::chrono::milliseconds bound);
 
@@ -94,8 +126,14 @@ class UcpTransport final : public Transport {
   std::mutex mutex_;  // the worker is single-threaded (UCS_THREAD_MODE_SERIALIZED)
   std::unique_ptr<ucp_context, ContextDeleter> context_;
   std::unique_ptr<ucp_worker, WorkerDeleter> worker_;  // after context_: destroyed first
-  std::vector<Peer> peers_;                            // by rank; ours has no endpoint
+  std::vector<Peer> peers_;  // by rank; ours has no endpoint; never resized after Connect
+  const ProcessIdentity self_ = ProcessIdentity::Self();
+  CallLabel call_;                   // under mutex_
+  std::vector<void*> note_sends_;    // under mutex_; handed back at close
+  Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
+  mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
+  std::string failure_;
 };
 
 }  // namespace zpp::transport

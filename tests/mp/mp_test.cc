@@ -95,8 +95,9 @@ TEST(MultiProcessTest, PointToPointMatchesThreadsWithSameByteCounts) {
 }
 
 // Rank 3 kills itself (SIGKILL) inside its 21st all-gather; the others are in it or about to be.
-TEST(MultiProcessTest, KilledRankMakesSurvivorsFailWithinTimeout) {
-  constexpr int kTimeoutSeconds = 3;
+// They see its process gone (issue 29, item 6), long before ZPP_TIMEOUT.
+TEST(MultiProcessTest, KilledRankMakesSurvivorsFailAtOnce) {
+  constexpr int kTimeoutSeconds = 60;
   constexpr double kSlackMs = 1500;  // scheduling of eight processes on two cores
   TempDir dir;
   const JobResult job = RunLauncher(
@@ -105,7 +106,7 @@ TEST(MultiProcessTest, KilledRankMakesSurvivorsFailWithinTimeout) {
   EXPECT_EQ(job.exit_code, 1) << job.stderr_text;
   EXPECT_THAT(job.stderr_text, HasSubstr("rank 3"));
   EXPECT_THAT(job.stderr_text, HasSubstr("killed by signal 9"));
-  EXPECT_LT(job.seconds, kTimeoutSeconds + 10.0);
+  EXPECT_LT(job.seconds, 20.0);
   EXPECT_FALSE(std::ifstream(RecordPath(dir.path(), "fault", 3)).good());
   for (int r = 0; r < kMatrixRanks; ++r) {
     if (r == 3) continue;
@@ -119,7 +120,7 @@ TEST(MultiProcessTest, KilledRankMakesSurvivorsFailWithinTimeout) {
     EXPECT_EQ(async_error, ncclRemoteError) << "rank " << r;
     EXPECT_EQ(next_call, ncclRemoteError) << "rank " << r << ": the engine must return the error";
     EXPECT_GT(failing_ms, 0) << "rank " << r;
-    EXPECT_LE(failing_ms, kTimeoutSeconds * 1000 + kSlackMs) << "rank " << r;
+    EXPECT_LE(failing_ms, kSlackMs) << "rank " << r;
     EXPECT_LE(teardown_ms, 2000) << "rank " << r;
   }
 }

@@ -213,13 +213,7 @@ def main():
 
     env = dict(os.environ, ZPP_LOCAL_SIZE="2", ZPP_TIMEOUT="30")
     ranks = Ranks([os.path.realpath(__file__), "--rank"], RANKS, env=env)
-    hung = ranks.wait(timeout=240)
-    failed = False
-    for rank, code in enumerate(ranks.codes()):
-        if code != 0 or rank in hung:
-            failed = True
-            print(f"--- rank {rank}: exit {code}{' (hung, killed)' if rank in hung else ''}")
-            print(ranks.output(rank)[-4000:])
+    failed = ranks.print_failures(ranks.wait(timeout=240))
     print("torch backend ops: " + ("FAILED" if failed else "every rank's checks held"))
     return 1 if failed else 0
 

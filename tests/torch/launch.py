@@ -43,17 +43,21 @@ class Ranks:
         for line in process.stdout:
             self.lines[rank].append((time.monotonic(), line))
 
-    def wait(self, timeout):
-        """Polls until every rank ended or `timeout` seconds passed; kills what is left."""
+    def wait(self, timeout, only=None):
+        """Polls until every rank (of `only`, when given) ended or `timeout` seconds passed;
+        kills what is left. Returns the ranks of `only` that had not ended."""
+        watched = range(len(self.processes)) if only is None else only
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and None in self.ended:
+        while time.monotonic() < deadline and any(self.ended[r] is None for r in watched):
             for rank, process in enumerate(self.processes):
                 if self.ended[rank] is None and process.poll() is not None:
                     self.ended[rank] = time.monotonic()
             time.sleep(0.05)
-        hung = [rank for rank, end in enumerate(self.ended) if end is None]
-        for rank in hung:
+        left = [rank for rank, end in enumerate(self.ended) if end is None]
+        for rank in left:
             self.processes[rank].kill()
+            self.processes[rank].send_signal(18)  # SIGCONT: a stopped rank takes its SIGKILL
+        hung = [rank for rank in left if rank in watched]
         for process, reader in zip(self.processes, self._readers):
             process.wait()
             reader.join(timeout=10)
@@ -68,3 +72,14 @@ class Ranks:
 
     def codes(self):
         return [process.returncode for process in self.processes]
+
+    def print_failures(self, hung, label=""):
+        """Prints the end of the output of each rank that exited non-zero or hung; True if any."""
+        failed = False
+        for rank, code in enumerate(self.codes()):
+            if code != 0 or rank in hung:
+                failed = True
+                ending = " (hung, killed)" if rank in hung else ""
+                print(f"--- {label}rank {rank}: exit {code}{ending}")
+                print(self.output(rank)[-4000:])
+        return failed

@@ -17,12 +17,16 @@ _REMOTE_ERROR = 6
 class ZppError(RuntimeError):
     """A zpp collective failed; `result` is the ncclResult_t name."""
 
-    def __init__(self, what, result):
+    def __init__(self, what, result, detail=""):
         self.result = _RESULTS.get(result, f"result {result}")
-        hint = ""
-        if result == _REMOTE_ERROR:
+        self.detail = detail
+        if detail:
+            hint = f": {detail} This communicator is broken: every later call fails at once."
+        elif result == _REMOTE_ERROR:
             hint = (" (a peer is gone or sent nothing for ZPP_TIMEOUT seconds; this "
                     "communicator is broken, every later call fails at once)")
+        else:
+            hint = ""
         super().__init__(f"zpp: {what} failed: {self.result}{hint}")
 
 
@@ -43,6 +47,7 @@ def _load():
         "zppCpuCommAddress": [comm, c.POINTER(c.c_void_p), c.POINTER(c.c_size_t)],
         "zppCpuCommConnect": [comm, c.c_char_p, c.POINTER(c.c_size_t)],
         "zppCpuCommDestroy": [comm],
+        "zppCpuCommGetLastError": [comm],
         "zppCpuCommTopology": [comm] + [c.POINTER(c.c_int)] * 4,
         "zppCpuAllGather": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuReduceScatter": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_float,
@@ -55,12 +60,15 @@ def _load():
         function = getattr(lib, name)
         function.argtypes = argtypes
         function.restype = c.c_int
+    lib.zppCpuCommGetLastError.restype = c.c_char_p
     return lib
 
 
 LIB = _load()
 
 
-def check(result, what):
+def check(result, what, comm=None):
+    """Raises ZppError for a failed call; with `comm`, its error names what the ranks found."""
     if result != 0:
-        raise ZppError(what, result)
+        detail = LIB.zppCpuCommGetLastError(comm) if comm is not None else None
+        raise ZppError(what, result, detail.decode(errors="replace") if detail else "")

@@ -152,7 +152,7 @@ class ZppBackend(_C10dBackend):
             dtype, count = _NCCL_UINT8, source.numel() * source.element_size()
         if count:
             check(LIB.zppCpuAllGather(source.data_ptr(), target.data_ptr(), count, dtype,
-                                      self._comm), what)
+                                      self._comm), what, self._comm)
         if target is not output:
             output.copy_(target)
 
@@ -210,7 +210,7 @@ class ZppBackend(_C10dBackend):
         if output.numel():
             check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
                                           _NCCL_DTYPES[source.dtype], zpp_op, premul,
-                                          self._comm), what)
+                                          self._comm), what, self._comm)
         if target is not output:
             output.copy_(target)
 
@@ -246,7 +246,7 @@ class ZppBackend(_C10dBackend):
         nbytes = source.numel() * source.element_size()
         if nbytes:
             check(LIB.zppCpuAllGatherBytes(source.data_ptr(), gathered.data_ptr(), nbytes,
-                                           self._comm), what)
+                                           self._comm), what, self._comm)
         return gathered
 
     def _reduce(self, pieces, op, what):
@@ -304,7 +304,7 @@ class ZppBackend(_C10dBackend):
             nbytes = buffer.numel() * buffer.element_size()
             if nbytes:
                 check(LIB.zppCpuBroadcastBytes(buffer.data_ptr(), nbytes, opts.rootRank,
-                                               self._comm), "broadcast")
+                                               self._comm), "broadcast", self._comm)
             if buffer is not tensor:
                 tensor.copy_(buffer)
         return _done(tensors)

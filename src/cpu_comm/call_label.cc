@@ -1,0 +1,68 @@
+#include "cpu_comm/call_label.h"
+
+#include <string>
+
+namespace zpp::cpu {
+namespace {
+
+// The signature's low 3 bits; 0 is the set-up's.
+enum class CallKind : uint32_t { kAllGather = 1, kReduceScatter, kAllGatherBytes, kBroadcast };
+
+// FNV-1a over the values every rank must agree on.
+uint32_t Signature(CallKind kind, std::initializer_list<uint64_t> values) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (uint64_t value : values) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (value >> (8 * byte)) & 0xff;
+      hash *= 0x100000001b3ull;
+    }
+  }
+  return static_cast<uint32_t>(kind) | static_cast<uint32_t>((hash ^ (hash >> 32)) << 3);
+}
+
+const char* ReductionName(plan::Reduction reduction) {
+  switch (reduction) {
+    case plan::Reduction::kSum:
+      return "sum";
+    case plan::Reduction::kAvg:
+      return "avg";
+    case plan::Reduction::kPreMulSum:
+      return "premul_sum";
+    default:
+      return "other";
+  }
+}
+
+transport::CallLabel Label(uint64_t number, uint32_t signature, std::string description) {
+  return {number, signature, std::move(description)};
+}
+
+}  // namespace
+
+transport::CallLabel AllGatherLabel(uint64_t number, const engine::AllGatherArgs& args) {
+  return Label(number, Signature(CallKind::kAllGather, {args.count, uint64_t(args.dtype)}),
+               "all_gather of " + std::to_string(args.count) + " x " + plan::DtypeName(args.dtype) +
+                   " per rank");
+}
+
+transport::CallLabel ReduceScatterLabel(uint64_t number, const engine::ReduceScatterArgs& args) {
+  return Label(number,
+               Signature(CallKind::kReduceScatter,
+                         {args.count, uint64_t(args.dtype), uint64_t(args.reduction)}),
+               "reduce_scatter (" + std::string(ReductionName(args.reduction)) + ") of " +
+                   std::to_string(args.count) + " x " + plan::DtypeName(args.dtype) + " per rank");
+}
+
+transport::CallLabel AllGatherBytesLabel(uint64_t number, size_t bytes) {
+  return Label(number, Signature(CallKind::kAllGatherBytes, {bytes}),
+               "exact all-gather of " + std::to_string(bytes) +
+                   " bytes per rank (all_reduce, barrier or another exact collective)");
+}
+
+transport::CallLabel BroadcastLabel(uint64_t number, size_t bytes, int root) {
+  return Label(
+      number, Signature(CallKind::kBroadcast, {bytes, uint64_t(root)}),
+      "broadcast of " + std::to_string(bytes) + " bytes from rank " + std::to_string(root));
+}
+
+}  // namespace zpp::cpu
