@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "config/config.h"
 #include "log/log.h"
 #include "plugin/group_state.h"
 #include "plugin/nonblocking.h"
@@ -45,6 +46,7 @@ bool BlockingOf(const ncclConfig_t* config, bool inherited) {
 }
 
 void AfterCreation(const NcclFunctions& nccl, ncclComm_t comm, bool blocking, const char* how) {
+  ReportConfigOnce();
   int rank = 0, nranks = 1;
   if (blocking) Identify(nccl, comm, &rank, &nranks);
   const std::shared_ptr<CommState> state = Comms().Add(comm, rank, nranks, blocking);
@@ -98,6 +100,7 @@ bool SetUpPending(const NcclFunctions& nccl, CommState& state) {
 }
 
 void RegisterPassThroughOnly(const NcclFunctions& nccl, ncclComm_t comm, const char* why) {
+  ReportConfigOnce();
   int rank = 0, nranks = 1;
   Identify(nccl, comm, &rank, &nranks);
   const std::shared_ptr<CommState> state = Comms().Add(comm, rank, nranks, true);

@@ -472,6 +472,16 @@ mutant transport-liveness src/transport/ucp_transport.cc \
   '    if (look_at_processes && peer.same_machine && peer.identity.Gone()) {' \
   '    if (false) {' \
   "ctest=TorchRankKilled@420"
+# Quiet where nothing happens (issue 29, item 4): the settings' WARNs come at the first use, the
+# debug file at the first line.
+mutant config-warnings-at-exit plugin/stats_report.cc \
+  '    if (GetConfig().stats == 0) return;' \
+  $'    ReportConfigOnce();\n    if (GetConfig().stats == 0) return;' \
+  "zpp_env_process_tests=EnvProcessTest.ALoadedButUnused*"
+mutant log-file-at-configure src/log/log.cc \
+  $'        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);\n' \
+  $'        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);\n    if (!output.pending_path.empty()) output.file = std::fopen(output.pending_path.c_str(), "a");\n' \
+  "zpp_unit_tests=LogFileTest.* zpp_env_process_tests=EnvProcessTest.ALoadedButUnused*"
 mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
   $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
   '' \

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     std::fputs(zpp::config::EnvMarkdownTable().c_str(), stdout);
     return 0;
   }
+  zpp::ReportConfigOnce();  // the WARNs about bad values and unknown names, as a job shows them
   const zpp::Config& config = zpp::GetConfig();
   // The same parse GetConfig made: it lists the values it rejected.
   const zpp::config::ParseResult parsed =

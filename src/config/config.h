@@ -45,8 +45,15 @@ std::string DefaultText(std::string_view name);
 
 }  // namespace config
 
-// The process-wide configuration, parsed on first use (thread-safe); its warnings are logged
-// once, after the logger has been configured from it.
+// The process-wide configuration, parsed on first use (thread-safe), without a word: a process
+// that only has zpp loaded (LD_PRELOAD into every process of a job, torchrun's agent included)
+// and never uses it says nothing, at exit neither.
 const Config& GetConfig();
+
+// Once per process, where it starts using zpp (its first communicator, engine or CPU comm): the
+// WARNs about bad values and unknown ZPP_* names, then at INFO the banner, as NCCL prints its
+// own: version, commit, and every setting in force with its source (default, environment,
+// rejected, or the flag or preset of zpp-run).
+void ReportConfigOnce();
 
 }  // namespace zpp

@@ -53,6 +53,7 @@ Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
                      std::unique_ptr<CpuComm>* out, transport::Address* address,
                      std::chrono::milliseconds requested) {
   ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output");
+  ReportConfigOnce();
   std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
   if (requested.count() > 0 && requested < timeout) timeout = requested;
   std::unique_ptr<transport::UcpTransport> transport;

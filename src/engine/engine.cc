@@ -28,6 +28,7 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
       tuning_(options.tuning),
       pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
+  ReportConfigOnce();
   if (settings_.hpz && shape_.hierarchical_allowed) {
     std::function<uint64_t()> epoch = options.epoch;
     if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };

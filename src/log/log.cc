@@ -24,7 +24,8 @@ thread_local int t_rank = -1;
 
 struct Output {
   std::mutex mutex;
-  FILE* file = nullptr;  // nullptr: stderr
+  FILE* file = nullptr;      // nullptr: stderr
+  std::string pending_path;  // ZPP_DEBUG_FILE, until its first line opens it
   std::function<void(std::string_view)> sink;
 };
 
@@ -81,24 +82,18 @@ std::string ExpandFilePattern(std::string_view pattern) {
 
 void Configure(const Settings& settings) {
   Output& output = TheOutput();
-  std::string open_error;
   {
     std::lock_guard<std::mutex> lock(output.mutex);
     if (output.file != nullptr) {
       std::fclose(output.file);
       output.file = nullptr;
     }
-    if (!settings.file_pattern.empty()) {
-      const std::string path = ExpandFilePattern(settings.file_pattern);
-      output.file = std::fopen(path.c_str(), "a");
-      if (output.file == nullptr) open_error = path + ": " + std::strerror(errno);
-    }
+    // Opened at the first line: a process that logs nothing leaves no file behind.
+    output.pending_path =
+        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);
   }
   detail::g_mask.store(settings.subsys_mask, std::memory_order_relaxed);
   detail::g_level.store(static_cast<int>(settings.level), std::memory_order_release);
-  if (!open_error.empty()) {
-    ZPP_WARN("ZPP_DEBUG_FILE: cannot open %s; logging to stderr instead", open_error.c_str());
-  }
 }
 
 void ConfigureFrom(const Config& config) {
@@ -136,13 +131,29 @@ void Emit(Level level, uint32_t /*subsys*/, const char* file, int line, const ch
 
   Output& output = TheOutput();
   std::lock_guard<std::mutex> lock(output.mutex);
-  if (output.sink) {
-    output.sink(text);
-    return;
+  char fallback[1400] = "";
+  if (!output.pending_path.empty()) {
+    output.file = std::fopen(output.pending_path.c_str(), "a");
+    if (output.file == nullptr) {
+      std::snprintf(fallback, sizeof(fallback),
+                    "%s:%d:%ld [%s] %s:%d ZPP WARN ZPP_DEBUG_FILE: cannot open %s: %s; logging to "
+                    "stderr instead\n",
+                    CachedHostName().c_str(), getpid(), tid, rank, __FILE__, __LINE__,
+                    output.pending_path.c_str(), std::strerror(errno));
+    }
+    output.pending_path.clear();
   }
-  FILE* out = output.file != nullptr ? output.file : stderr;
-  std::fputs(text, out);
-  std::fflush(out);
+  for (const char* out_line :
+       {static_cast<const char*>(fallback), static_cast<const char*>(text)}) {
+    if (*out_line == '\0') continue;
+    if (output.sink) {
+      output.sink(out_line);
+      continue;
+    }
+    FILE* out = output.file != nullptr ? output.file : stderr;
+    std::fputs(out_line, out);
+    std::fflush(out);
+  }
 }
 
 ScopedRank::ScopedRank(int rank) : previous_(t_rank) { t_rank = rank; }

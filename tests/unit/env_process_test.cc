@@ -85,4 +85,33 @@ TEST(EnvProcessTest, EmptyValueShowsAsDefault) {
   EXPECT_THAT(run.output, Not(HasSubstr("ZPP WARN")));
 }
 
+// Issue 29, item 4: a process that only has zpp loaded and never uses it (torchrun's agent, a
+// shell, a pyenv shim) says nothing, not even at exit, and leaves no debug file.
+TEST(EnvProcessTest, ALoadedButUnusedZppIsSilentAndLeavesNoDebugFile) {
+  const std::string file = testing::TempDir() + "zpp_quiet_debug_%p.log";
+  const zpp::test::CommandRun run = zpp::test::RunCommand(
+      std::string("env -i LD_PRELOAD=") + ZPP_LIBRARY +
+      " ZPP_QWZ_BITS=5 ZPP_QZW=1 ZPP_STATS=1 ZPP_DEBUG=INFO ZPP_DEBUG_FILE=" + file + " /bin/true");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.output, "");
+  const zpp::test::CommandRun files =
+      zpp::test::RunCommand("ls " + testing::TempDir() + " | grep -c zpp_quiet_debug_");
+  EXPECT_EQ(files.output, "0\n");
+}
+
+// The banner at the first use, as NCCL prints its own: version, commit, and each setting with
+// its source.
+TEST(EnvProcessTest, TheFirstUseShowsTheBannerWithEachSettingsSource) {
+  const zpp::test::CommandRun run = RunZppEnv(
+      "ZPP_DEBUG=INFO ZPP_QWZ=1 ZPP_HPZ=1 ZPP_QWZ_BITS=5 "
+      "ZPP_RUN_SETTINGS='ZPP_HPZ=preset zero++;ZPP_QGZ=flag'");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(Count(run.output, "ZPP INFO zpp 0.1.0 (built from commit "), 1u) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("ZPP INFO   ZPP_QWZ=1 (environment)"));
+  EXPECT_THAT(run.output, HasSubstr("ZPP INFO   ZPP_HPZ=1 (zpp-run: preset zero++)"));
+  EXPECT_THAT(run.output, HasSubstr("ZPP INFO   ZPP_QWZ_BITS=8 (rejected, default used)"));
+  EXPECT_THAT(run.output, HasSubstr("ZPP INFO   ZPP_BLOCK=256 (default)"));
+  EXPECT_EQ(Count(run.output, "ZPP WARN"), 1u) << run.output;
+}
+
 }  // namespace

@@ -142,10 +142,26 @@ TEST(LogFileTest, UnopenableFileFallsBackToStderrWithWarn) {
   Settings settings;
   settings.file_pattern = "/nonexistent-dir/zpp.log";
   Configure(settings);
+  ZPP_WARN("the first line");
   SetSinkForTesting(nullptr);
   Configure(Settings{});
-  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines.size(), 2u);
   EXPECT_THAT(lines[0], HasSubstr("ZPP_DEBUG_FILE: cannot open /nonexistent-dir/zpp.log"));
+  EXPECT_THAT(lines[1], HasSubstr("the first line"));
+}
+
+// Issue 29, item 4: a process that logs nothing leaves no file behind.
+TEST(LogFileTest, TheFileIsMadeByTheFirstLine) {
+  const std::string path = testing::TempDir() + "zpp_first_line_" + std::to_string(getpid());
+  std::remove(path.c_str());
+  Settings settings;
+  settings.file_pattern = path;
+  Configure(settings);
+  EXPECT_FALSE(std::ifstream(path).good());
+  ZPP_WARN("now there is something to say");
+  EXPECT_TRUE(std::ifstream(path).good());
+  Configure(Settings{});
+  std::remove(path.c_str());
 }
 
 TEST(LogSubsysTest, ParsesNcclStyleLists) {
