@@ -4,6 +4,7 @@
 #include "config/config.h"
 #include "epoch/step_epoch.h"
 #include "plugin/comm_registry.h"
+#include "plugin/stats_file.h"
 #include "plugin/stats_table.h"
 
 namespace zpp::plugin {
@@ -25,10 +26,13 @@ std::vector<CommStatsRow> Rows() {
 
 struct ExitReport {
   ~ExitReport() {
-    if (GetConfig().stats == 0) return;
+    const Config& config = GetConfig();
+    if (config.stats == 0 && config.stats_dir.empty()) return;
     // A process that made no NCCL communicator (a launcher, a CPU-only rank) has nothing to say.
     const std::vector<CommStatsRow> rows = Rows();
     if (rows.empty()) return;
+    if (!config.stats_dir.empty()) WriteStatsFile(rows, "nccl", config.stats_dir);
+    if (config.stats == 0) return;
     const std::string table = FormatStatsTable(rows);
     std::fputs(table.c_str(), stderr);
   }

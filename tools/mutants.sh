@@ -482,6 +482,16 @@ mutant log-file-at-configure src/log/log.cc \
   $'        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);\n' \
   $'        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);\n    if (!output.pending_path.empty()) output.file = std::fopen(output.pending_path.c_str(), "a");\n' \
   "zpp_unit_tests=LogFileTest.* zpp_env_process_tests=EnvProcessTest.ALoadedButUnused*"
+# One report for the job (issue 29, item 1): every process writes its file, the hint names the
+# dominant reason.
+mutant stats-file-written plugin/torch/cpu_comm_registry.cc \
+  '    if (!config.stats_dir.empty()) plugin::WriteStatsFile(rows, "cpu", config.stats_dir);' \
+  '' \
+  "ctest=TorchJobReport@300"
+mutant report-hint tools/zpp_report.py \
+  '    if count * 2 < total["all_calls"]:' \
+  '    if True:' \
+  "ctest=TorchJobReport@300"
 mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
   $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
   '' \

@@ -94,6 +94,10 @@ typedef struct {
    * before, in a training step). Nothing else on the collective path waits, and a call made
    * while its stream captures a CUDA graph passes through, so a graph never holds one. */
   uint64_t host_waits;
+  /* What plain NCCL's ring would have sent off this rank's node for the same calls (the
+   * planner's model, zpp's plans and pass-throughs alike): sent_bytes' inter-node and inter-rack
+   * bytes against it are what zpp saved. */
+  uint64_t plain_off_node_bytes;
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "plugin/stats_file.h"
 #include "plugin/stats_table.h"
 
 namespace zpp::cpu {
@@ -35,7 +36,8 @@ std::string StateOf(const CpuComm& comm) {
 
 struct ExitReport {
   ~ExitReport() {
-    if (GetConfig().stats == 0) return;
+    const Config& config = GetConfig();
+    if (config.stats == 0 && config.stats_dir.empty()) return;
     Registry& registry = TheRegistry();
     std::vector<plugin::CommStatsRow> rows;
     {
@@ -47,6 +49,8 @@ struct ExitReport {
       }
     }
     if (rows.empty()) return;
+    if (!config.stats_dir.empty()) plugin::WriteStatsFile(rows, "cpu", config.stats_dir);
+    if (config.stats == 0) return;
     const std::string table = plugin::FormatStatsTable(rows);
     std::fputs(table.c_str(), stderr);
   }

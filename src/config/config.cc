@@ -17,9 +17,11 @@ namespace zpp {
 namespace {
 
 // What the first GetConfig parsed, kept for ReportConfigOnce.
+// Never destroyed, as the configuration: the reports at exit read them after the function
+// statics made later than themselves are gone.
 config::ParseResult& Parsed() {
-  static config::ParseResult parsed;
-  return parsed;
+  static auto* parsed = new config::ParseResult();
+  return *parsed;
 }
 
 // Where each variable zpp-run passed came from (ZPP_RUN_SETTINGS: "NAME=source;...").
@@ -52,13 +54,13 @@ std::string SourceOf(std::string_view name, const config::ParseResult& parsed) {
 
 const Config& GetConfig() {
   static std::once_flag once;
-  static Config config;
+  static auto* config = new Config();
   std::call_once(once, [] {
     Parsed() = config::ParseEnvironment(config::ProcessEnvironment());
-    config = Parsed().config;
-    log::ConfigureFrom(config);
+    *config = Parsed().config;
+    log::ConfigureFrom(*config);
   });
-  return config;
+  return *config;
 }
 
 void ReportConfigOnce() {

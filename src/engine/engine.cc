@@ -88,6 +88,7 @@ void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Cal
         expected > 0 ? expected : costmodel::TimeOf(plan, call, tuning_->model).total_us();
     stats_.AddPredictedUs(path, static_cast<uint64_t>(us + 0.5));
   }
+  stats_.AddPlainOffNode(plan.plain_off_node_bytes);
   if (plan.kind == plan::PlanKind::kPassThrough) {
     stats_.AddPassThrough(plan.reason, input_bytes);
     return;

@@ -79,6 +79,12 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   out->hpz_verify_failures = hpz_verify_failures_.load(std::memory_order_relaxed);
   out->hpz_kept_bytes_peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
   out->host_waits = host_waits_.load(std::memory_order_relaxed);
+  out->plain_off_node_bytes = plain_off_node_bytes_.load(std::memory_order_relaxed);
+}
+
+void StatsCounters::AddPlainOffNode(uint64_t bytes) {
+  plain_off_node_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddPlainOffNode(bytes);
 }
 
 void StatsCounters::AddHostWait() {

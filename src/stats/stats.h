@@ -31,6 +31,8 @@ class StatsCounters {
   void NoteHpzKeptBytes(uint64_t bytes);
   // A collective call waited on the host for the device (hpZ's agreement, once per epoch).
   void AddHostWait();
+  // What plain NCCL would have sent off the node for a call (plan::Plan::plain_off_node_bytes).
+  void AddPlainOffNode(uint64_t bytes);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -49,6 +51,7 @@ class StatsCounters {
   std::array<std::atomic<uint64_t>, zppNumPaths> predicted_us_{};
   std::array<std::atomic<uint64_t>, zppNumPaths> measured_us_{};
   std::atomic<uint64_t> host_waits_{0};
+  std::atomic<uint64_t> plain_off_node_bytes_{0};
   StatsCounters* const parent_;
 };
 

@@ -21,7 +21,8 @@ for _ in range(STEPS):
     optimizer.step()
 assert zpp.zppGetStepEpoch(ctypes.byref(epoch)) == 0
 print("epoch", epoch.value)
-for name in ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTER", "ZPP_STATS"):
+for name in ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTER", "ZPP_STATS",
+             "ZPP_STATS_DIR"):
     print(name, os.environ.get(name, "-"))
 print("preload", os.environ["LD_PRELOAD"])
 """
@@ -58,7 +59,23 @@ class ZppRunTest(unittest.TestCase):
         result = run("--qwz=4", "--stats")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("ZPP_QWZ_BITS 4\n", result.stdout)
+        # One report for the job, not a table per process (issue 29, item 1) ...
+        self.assertIn("ZPP_STATS -\n", result.stdout)
+        self.assertIn("ZPP_STATS_DIR /", result.stdout)
+        # ... which says so when no process opened a communicator, and why that happens.
+        self.assertIn("zpp saw no communicator in this job", result.stderr)
+        self.assertIn("gloo backend", result.stderr)
+        result = run("--stats", "--per-rank")
         self.assertIn("ZPP_STATS 1\n", result.stdout)
+
+    def test_stats_returns_the_commands_exit_status(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "fake_torch"))
+        env.pop("LD_PRELOAD", None)
+        result = subprocess.run([ZPP_RUN, "--lib", LIBRARY, "--stats", "--json", "--",
+                                 sys.executable, "-c", "raise SystemExit(3)"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn('"communicators": 0', result.stderr)
 
     def test_existing_preload_is_kept_after_zpp(self):
         result = run("--qgz", env_extra={"LD_PRELOAD": "/lib/x86_64-linux-gnu/libm.so.6"})

@@ -19,6 +19,7 @@ class Stats(ctypes.Structure):
         ("predicted_us", ctypes.c_uint64 * 4),
         ("measured_us", ctypes.c_uint64 * 4),
         ("host_waits", ctypes.c_uint64),
+        ("plain_off_node_bytes", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -40,6 +41,7 @@ class Stats(ctypes.Structure):
             "predicted_us": dict(zip(paths, self.predicted_us)),
             "measured_us": dict(zip(paths, self.measured_us)),
             "host_waits": self.host_waits,
+            "plain_off_node_bytes": self.plain_off_node_bytes,
         }
 
 
