@@ -43,7 +43,8 @@ typedef enum {
   zppReasonRedOp = 2,          /* not sum, avg or a pre-multiplied sum */
   zppReasonSmall = 3,          /* under ZPP_MIN_BYTES */
   zppReasonOneRank = 4,        /* communicator of one rank */
-  zppReasonTopology = 5,       /* uneven or interleaved nodes: no hierarchical plan */
+  zppReasonTopology = 5,       /* uneven or interleaved nodes: no hierarchical plan; or one
+                                * node, where qwZ and qgZ save nothing (ZPP_LOSSY_ONE_NODE) */
   zppReasonConfigMismatch = 6, /* ranks disagree on their zpp settings */
   zppReasonNonblocking = 7,    /* nonblocking communicator */
   zppReasonInternal = 8,       /* zpp could not prepare the call; NCCL ran it */

@@ -23,18 +23,23 @@ std::vector<std::string> IdleRequestWarnings(const plan::Settings& settings,
                        topology.hierarchy_reason + "): hpZ keeps a secondary partition per node; " +
                        kHierarchyNeeds);
   }
-  if (settings.qgz && !topology.hierarchical_allowed()) {
-    warnings.push_back(
-        "ZPP_QGZ=1 runs without its node levels on this communicator (" + where + ": " +
-        topology.hierarchy_reason + ")" +
-        (one_node ? ": nothing crosses a node boundary, so it saves no inter-node byte and only "
-                    "adds quantization error (use it across nodes)"
-                  : std::string("; its two-level reduce-scatter: ") + kHierarchyNeeds));
+  // On one node the lossy techniques are off unless forced (plan::Settings::lossy_on_one_node).
+  const std::string one_node_off =
+      settings.lossy_on_one_node
+          ? ": nothing crosses a node boundary, so it saves no inter-node byte and only adds "
+            "error; it runs because ZPP_LOSSY_ONE_NODE=1"
+          : ": nothing crosses a node boundary, so it would save no inter-node byte and only add "
+            "error; its calls pass through (reason topology; ZPP_LOSSY_ONE_NODE=1 runs it, for "
+            "tests). It runs across nodes";
+  if (settings.qgz && one_node) {
+    warnings.push_back("ZPP_QGZ=1 is off on this communicator (" + where + ")" + one_node_off);
+  } else if (settings.qgz && !topology.hierarchical_allowed()) {
+    warnings.push_back("ZPP_QGZ=1 runs without its node levels on this communicator (" + where +
+                       ": " + topology.hierarchy_reason +
+                       "); its two-level reduce-scatter: " + kHierarchyNeeds);
   }
   if (settings.qwz && one_node) {
-    warnings.push_back("ZPP_QWZ=1 on one node (" + where +
-                       "): nothing crosses a node boundary, so quantized weights save no "
-                       "inter-node byte and only add error (use it across nodes)");
+    warnings.push_back("ZPP_QWZ=1 is off on this communicator (" + where + ")" + one_node_off);
   }
   return warnings;
 }

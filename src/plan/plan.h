@@ -49,6 +49,8 @@ struct Settings {
   int qgz_bits_inter = 4;
   int block = 256;
   uint64_t min_bytes = 1 << 20;
+  // ZPP_LOSSY_ONE_NODE: quantize on one node too, where nothing crosses a node (tests).
+  bool lossy_on_one_node = false;
 };
 
 // The hpZ state every rank agreed on for this call's all-gather key.

@@ -25,6 +25,8 @@ uint64_t PieceBytes(uint64_t count, ncclDataType_t dtype, int bits, int block) {
 Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, const HpzState& hpz,
                    uint64_t shard_bytes, uint64_t plain) {
   if (!s.qwz && !s.hpz) return PassThrough(zppReasonDisabled, plain);
+  // One node: quantized weights would save no inter-node byte, only add error.
+  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);
   const uint64_t remote_nodes = static_cast<uint64_t>(shape.nodes - 1);
   const uint64_t piece = PieceBytes(call.count, call.dtype, s.qwz_bits, s.block);
   Plan plan;
@@ -59,6 +61,7 @@ Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, 
     return PassThrough(zppReasonRedOp, plain);
   }
   if (!s.qgz) return PassThrough(zppReasonDisabled, plain);
+  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);
   Plan plan;
   plan.plain_off_node_bytes = plain;
   plan.block = s.block;
@@ -161,6 +164,7 @@ Settings SettingsFrom(const Config& config) {
   s.qgz_bits_inter = static_cast<int>(config.qgz_bits_inter);
   s.block = static_cast<int>(config.block);
   s.min_bytes = static_cast<uint64_t>(config.min_bytes);
+  s.lossy_on_one_node = config.lossy_one_node != 0;
   return s;
 }
 

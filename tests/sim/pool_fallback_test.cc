@@ -267,6 +267,8 @@ TEST(PoolReservationTest, ReservedOnlyWhereAPlanCanRun) {
   const plan::Settings hpz = test::TechniquesOn(false, true, false);
   const plan::Settings qgz = test::TechniquesOn(false, false, true);
   const plan::Settings all = test::TechniquesOn(true, true, true);
+  plan::Settings qwz_forced = qwz;  // ZPP_LOSSY_ONE_NODE=1
+  qwz_forced.lossy_on_one_node = true;
   struct Case {
     const char* what;
     plan::Settings settings;
@@ -281,7 +283,8 @@ TEST(PoolReservationTest, ReservedOnlyWhereAPlanCanRun) {
                          {"hpZ alone, one rank per node", hpz, one_per_node, 0},
                          {"qgZ alone, flat, more off-node than the ring", qgz, flat_16, 0},
                          {"hpZ on a hierarchy", hpz, two_by_two, kPool},
-                         {"qwZ flat on one node", qwz, one_node, kPool},
+                         {"qwZ on one node (it would only add error)", qwz, one_node, 0},
+                         {"qwZ flat on one node, forced", qwz_forced, one_node, kPool},
                          {"qgZ on a hierarchy", qgz, two_by_two, kPool},
                          {"qgZ flat, one rank per node", qgz, one_per_node, kPool},
                          {"everything on a hierarchy", all, two_by_two, kPool}}) {

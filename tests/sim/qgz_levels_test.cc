@@ -43,6 +43,7 @@ plan::Settings Qgz(int intra, int inter) {
   s.qgz_bits_intra = intra;
   s.qgz_bits_inter = inter;
   s.min_bytes = 0;
+  s.lossy_on_one_node = true;  // the flat plan on one node is a case here
   return s;
 }
 

@@ -26,9 +26,16 @@ TEST(IdleRequestsTest, OneNodeNamesEveryTechniqueThatSavesNothing) {
   EXPECT_THAT(lines[0], HasSubstr("ZPP_HPZ=1 does nothing on this communicator (4 ranks on 1 "
                                   "node(s): all ranks on one node"));
   EXPECT_THAT(lines[0], HasSubstr("at least 2 nodes of at least 2 ranks each"));
-  EXPECT_THAT(lines[1], HasSubstr("ZPP_QGZ=1 runs without its node levels"));
-  EXPECT_THAT(lines[1], HasSubstr("saves no inter-node byte"));
-  EXPECT_THAT(lines[2], HasSubstr("ZPP_QWZ=1 on one node"));
+  // The lossy ones are off there (their calls pass through), unless forced for a test.
+  EXPECT_THAT(lines[1], HasSubstr("ZPP_QGZ=1 is off on this communicator"));
+  EXPECT_THAT(lines[1], HasSubstr("would save no inter-node byte"));
+  EXPECT_THAT(lines[1], HasSubstr("ZPP_LOSSY_ONE_NODE=1 runs it"));
+  EXPECT_THAT(lines[2], HasSubstr("ZPP_QWZ=1 is off on this communicator"));
+  plan::Settings forced = ZeroPlusPlus();
+  forced.lossy_on_one_node = true;
+  const auto forced_lines = engine::IdleRequestWarnings(forced, BuildTopology(Blocks(1, 4)));
+  ASSERT_EQ(forced_lines.size(), 3u);
+  EXPECT_THAT(forced_lines[2], HasSubstr("it runs because ZPP_LOSSY_ONE_NODE=1"));
 }
 
 TEST(IdleRequestsTest, OneRankPerNodeLeavesHpzAndQgzLevelsIdleButQwzWorks) {

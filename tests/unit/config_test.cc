@@ -94,6 +94,7 @@ std::vector<Case> AllCases() {
   add(BoolCases("ZPP_QGZ", "0"));
   add(BoolCases("ZPP_STATS", "0"));
   add(BoolCases("ZPP_FENCE", "1"));
+  add(BoolCases("ZPP_LOSSY_ONE_NODE", "0"));
   add(BitsCases("ZPP_QWZ_BITS", "8"));
   add(BitsCases("ZPP_QGZ_BITS_INTRA", "8"));
   add(BitsCases("ZPP_QGZ_BITS_INTER", "4"));
@@ -183,7 +184,8 @@ std::vector<Case> AllCases() {
       {"ZPP_RACK_ID", "rack/7", "", true},
       {"ZPP_RACK_ID", std::string(65, 'r'), "", true},
   });
-  for (const std::string name : {"ZPP_TOPO_FILE", "ZPP_NCCL_LIBRARY", "ZPP_DEBUG_FILE"}) {
+  for (const std::string name :
+       {"ZPP_TOPO_FILE", "ZPP_NCCL_LIBRARY", "ZPP_DEBUG_FILE", "ZPP_STATS_DIR"}) {
     add({
         {name, "/etc/zpp/racks.txt", "/etc/zpp/racks.txt", false},
         {name, " relative/path ", "relative/path", false},

@@ -124,6 +124,20 @@ TEST(PlannerTest, ReduceScatterChoices) {
   EXPECT_EQ(MakePlan(ReduceScatter(kMiB), flat2, all, {}).kind, PlanKind::kQgzFlatReduceScatter);
 }
 
+// Issue 29, item 2: on one node nothing crosses a node, so the lossy techniques would only add
+// error: their calls pass through unless a test forces them (ZPP_LOSSY_ONE_NODE).
+TEST(PlannerTest, OneNodeRunsNoLossyTechniqueUnlessForced) {
+  Settings all = ZeroPlusPlus();
+  for (const Call& call : {AllGather(kMiB), ReduceScatter(kMiB)}) {
+    EXPECT_EQ(MakePlan(call, MakeShape(1, 8), all, {}).reason, zppReasonTopology);
+    EXPECT_EQ(MakePlan(call, MakeShape(1, 8), all, {}).kind, PlanKind::kPassThrough);
+  }
+  all.lossy_on_one_node = true;
+  EXPECT_EQ(MakePlan(AllGather(kMiB), MakeShape(1, 8), all, {}).kind, PlanKind::kQwzFlatAllGather);
+  EXPECT_EQ(MakePlan(ReduceScatter(kMiB), MakeShape(1, 2), all, {}).kind,
+            PlanKind::kQgzFlatReduceScatter);
+}
+
 TEST(PlannerTest, HierarchicalQgzCrossesNodesOnceAtInterBits) {
   const Settings all = ZeroPlusPlus();
   const uint64_t count = 3 * kMiB + 17;
