@@ -44,8 +44,9 @@ HINTS = {
 
 NO_COMMUNICATOR = (
     "zpp saw no communicator in this job: no process opened one with zpp loaded. Most often the "
-    "script runs on the CPU with torch.distributed's gloo backend, which zpp does not see (use "
-    "the backend `zpp`: import zpp_torch, init_process_group('zpp')); or the program never "
+    "script runs on the CPU with torch.distributed's gloo backend, which zpp does not see ("
+    "`zpp-run --cpu` runs its gloo groups on zpp unchanged; or use the backend `zpp`: import "
+    "zpp_torch, init_process_group('zpp')); or the program never "
     "called NCCL; or a launcher cleared LD_PRELOAD before starting the ranks.")
 
 

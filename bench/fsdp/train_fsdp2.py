@@ -31,7 +31,35 @@ def parse():
     parser.add_argument("--die-rank", type=int, default=1)
     parser.add_argument("--die-how", choices=("kill", "stall"), default="kill",
                         help="tests: stall stops the rank (SIGSTOP) instead: alive and silent")
+    parser.add_argument("--checkpoint",
+                        help="after training, save model and optimizer to this folder with "
+                             "torch.distributed.checkpoint, zero the weights, load them back and "
+                             "check every shard came back")
     return parser.parse_args()
+
+
+def save_and_load_checkpoint(model, optimizer, folder):
+    """torch.distributed.checkpoint's round trip on the sharded model: its planning collectives
+    (gather, scatter, object collectives) run on the training's process group."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=folder)
+    kept = [p.to_local().detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state}
+    dcp.load(state, checkpoint_id=folder)
+    set_state_dict(model, optimizer, model_state_dict=state["model"],
+                   optim_state_dict=state["optim"])
+    for index, (parameter, before) in enumerate(zip(model.parameters(), kept, strict=True)):
+        if not torch.equal(parameter.to_local(), before):
+            raise AssertionError(f"checkpoint: parameter {index} differs after the load")
+    return len(kept)
 
 
 def preloaded_zpp_stats():
@@ -125,6 +153,9 @@ def main():
         if zpp_stats is not None:
             per_step.append(zpp_stats())
     gpt_text.write_run(args, rank, world, lines, per_step)
+    if args.checkpoint:
+        count = save_and_load_checkpoint(model, optimizer, args.checkpoint)
+        print(f"rank {rank}: checkpoint saved and loaded, {count} parameters equal")
     if rank == 0:
         print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
         if args.device == "cuda":

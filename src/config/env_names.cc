@@ -21,6 +21,8 @@ constexpr std::array kOtherVariables = {
     OtherVariable{"ZPP_TORCH_PYTHON", "make test: the pinned torch's python"},
     OtherVariable{"ZPP_VENV", "tools/install-torch.sh: the torch virtual environment"},
     OtherVariable{"ZPP_BUILD_DIR", "tools scripts: the build folder"},
+    OtherVariable{"ZPP_TORCH_CPU",
+                  "zpp-run --cpu: torch's gloo process groups run on the zpp backend"},
     OtherVariable{"ZPP_RUN_SETTINGS",
                   "zpp-run: where each setting it passed came from, for zpp's banner"},
 };

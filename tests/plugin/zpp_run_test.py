@@ -107,6 +107,23 @@ class ZppRunTest(unittest.TestCase):
         self.assertIn("ZPP_HPZ=1  (preset zero++)\n", result.stdout)
         self.assertIn("command: false\n", result.stdout)
 
+    def test_cpu_switch_makes_gloo_groups_on_zpp(self):
+        program = ("import sys, torch, torch.distributed as dist\n"
+                   "from torch.distributed import distributed_c10d as c10d\n"
+                   "dist.init_process_group('gloo'); dist.new_group([0, 1])\n"
+                   "c10d._new_process_group_helper(2, 0, [], 'cpu:gloo,cuda:nccl', None, 'x')\n"
+                   "dist.init_process_group()\n"
+                   "print(c10d.made, 'zpp_torch' in sys.modules)\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "fake_torch"))
+        switched = subprocess.run([ZPP_RUN, "--lib", LIBRARY, "--cpu", "--", sys.executable, "-c",
+                                   program], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(switched.returncode, 0, switched.stderr)
+        self.assertIn("['zpp', 'zpp', 'cpu:zpp,cuda:nccl', 'zpp'] True", switched.stdout)
+        plain = subprocess.run([ZPP_RUN, "--lib", LIBRARY, "--", sys.executable, "-c", program],
+                               env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertIn("['gloo', 'gloo', 'cpu:gloo,cuda:nccl', 'undefined'] False", plain.stdout)
+
     def test_help_lists_what_each_preset_sets(self):
         result = subprocess.run([ZPP_RUN, "--help"], capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -2,7 +2,8 @@
 ranks (2 simulated nodes of 2) on the `zpp` backend, the zero++ preset:
   - a small model, every call under ZPP_MIN_BYTES: nothing compressed, and the hint says so;
   - large calls: the techniques' calls, and the bytes sent off the nodes against plain's;
-  - a gloo script: no communicator, and why that usually happens.
+  - a gloo script: no communicator, and why that usually happens; under --cpu, the same script
+    on zpp's communicators.
 
     tests/torch/run.sh BUILD tests/torch/report_test.py
 """
@@ -32,10 +33,10 @@ def rank_main(backend, count):
     dist.destroy_process_group()
 
 
-def run_job(backend, count):
+def run_job(backend, count, cpu_switch=False):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     command = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--preset", "zero++",
-               "--stats", "--", torchrun, "--standalone", f"--nproc-per-node={RANKS}",
+               "--stats"] + (["--cpu"] if cpu_switch else []) + ["--", torchrun, "--standalone", f"--nproc-per-node={RANKS}",
                os.path.realpath(__file__), "--rank", backend, str(count)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZPP_")}
     env.update(ZPP_LOCAL_SIZE="2", OMP_NUM_THREADS="1")
@@ -69,7 +70,12 @@ def main():
     if not 0 < share < 0.5:
         raise AssertionError(f"large calls: zero++ sent {share} of plain's off-node bytes")
     gloo = run_job("gloo", 1024)
-    expect_in(gloo, ["zpp saw no communicator in this job", "gloo backend"], "a gloo script")
+    expect_in(gloo, ["zpp saw no communicator in this job", "gloo backend", "zpp-run --cpu"],
+              "a gloo script")
+    switched = run_job("gloo", 1 << 19, cpu_switch=True)
+    expect_in(switched, ["zpp job report: 4 process(es), 4 communicator(s), 4 ranks",
+                         "hpZ (hierarchical all-gather)", "qgZ (quantized reduce-scatter)"],
+              "a gloo script under --cpu")
     print(f"report test: the three reports held (zero++ sent {share:.3f} of plain's bytes)")
     return 0
 

@@ -1,10 +1,16 @@
 """The torch.distributed backend `zpp` (CPU tensors) over libzpp_cpu.so.
 
-Every collective runs synchronously in the calling thread (ctypes releases the GIL) and returns
-a completed Work: the ranks call in the same order, as NCCL requires, and a failure is raised
-right there, naming the collective. torch 2.15 calls a Python backend's all_gather_single and
-reduce_scatter_single (FSDP2), and older torch _allgather_base and _reduce_scatter_base: both
-names are here.
+Every collective zpp runs itself runs synchronously in the calling thread (ctypes releases the
+GIL) and returns a completed Work: the ranks call in the same order, as NCCL requires, and a
+failure is raised right there, naming the collective. torch 2.15 calls a Python backend's
+all_gather_single and reduce_scatter_single (FSDP2), and older torch _allgather_base and
+_reduce_scatter_base: both names are here.
+
+What zpp does not run (gather, scatter, reduce, all-to-all, point-to-point, reduce-scatters of
+integers or with min/max/product) goes to an inner gloo process group over the same ranks, as
+the LD_PRELOAD plugin passes every other NCCL call to NCCL: a script that ran on gloo runs
+whole on `zpp` (checkpointing, split_group, batch_isend_irecv). The choice depends only on the
+call's kind, dtype and op, the same on every rank.
 """
 import collections
 import ctypes
@@ -13,7 +19,8 @@ import functools
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
-from torch._C._distributed_c10d import ReduceOp, _create_work_from_future
+from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo, ReduceOp
+from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 from . import epoch
@@ -65,6 +72,17 @@ def _contiguous_target(output):
     return torch.empty_like(output, memory_format=torch.contiguous_format)
 
 
+def _delegated(name, gloo_name=None):
+    """A collective the inner gloo group runs, counted by name."""
+
+    def call(self, *args):
+        self._delegated_calls[name] += 1
+        return getattr(self._gloo, gloo_name or name)(*args)
+
+    call.__name__ = name
+    return call
+
+
 def _check_cpu(what, *tensors):
     for tensor in tensors:
         if tensor.device.type != "cpu":
@@ -80,6 +98,7 @@ class ZppBackend(_C10dBackend):
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
+        self._timeout = timeout
         self._comm = ctypes.c_void_p()
         # torch's init_process_group(timeout=) bounds zpp's waits too, when shorter than
         # ZPP_TIMEOUT: a silent peer then fails the collective when the user said it should.
@@ -92,8 +111,12 @@ class ZppBackend(_C10dBackend):
             LIB.zppCpuCommDestroy(self._comm)
             self._comm = None
             raise
+        # Everything else goes to gloo over the same ranks, bootstrapped through its own prefix of
+        # the group's store.
+        self._gloo = ProcessGroupGloo(PrefixStore("zpp-gloo/", store), rank, size, timeout)
         # Collectives zpp's engine does not take (exact here), by name: what the stats cannot show.
         self._exact_calls = collections.Counter()
+        self._delegated_calls = collections.Counter()
         _comms.append(self)
         epoch.install_step_hook()
 
@@ -121,12 +144,52 @@ class ZppBackend(_C10dBackend):
     def getBackendName(self):  # noqa: N802 (torch's name)
         return BACKEND_NAME
 
+    # torch 2.15's Python-backend trampoline reads these through Python attribute lookup, which
+    # without an override here recurses into itself (RecursionError in split_group,
+    # batch_isend_irecv): every one is answered here.
+    @property
+    def options(self):
+        return _C10dBackend.Options(BACKEND_NAME, self._timeout)
+
+    @property
+    def supports_splitting(self):
+        return True
+
+    @property
+    def supports_coalescing(self):  # batch_isend_irecv then issues its operations one by one
+        return False
+
+    @property
+    def supports_time_estimate(self):
+        return False
+
+    @property
+    def supports_shrinking(self):
+        return False
+
+    @property
+    def supports_reconfigure(self):
+        return False
+
+    @property
+    def supports_window(self):
+        return False
+
+    def split(self, store, ranks, opts):
+        """split_group: a new zpp communicator (and inner gloo group) on `ranks`, ranks of this
+        group; its members bootstrap through the store torch prefixed for the new group."""
+        if self._rank not in ranks:
+            return None
+        return ZppBackend(store, list(ranks).index(self._rank), len(ranks), self._timeout)
+
     def stats(self):
         """This communicator's engine counters (zppStats_t as a dict), and under `exact_ops` the
-        calls of the collectives the engine does not take (all_reduce, broadcast, barrier)."""
+        calls of the collectives the engine does not take (all_reduce, broadcast, barrier); under
+        `delegated_ops` those the inner gloo group ran (their bytes are not in the counters)."""
         raw = Stats()
         check(LIB.zppCpuCommGetStats(self._comm, ctypes.byref(raw)), "stats")
-        return dict(raw.as_dict(_reason_names()), exact_ops=dict(self._exact_calls))
+        return dict(raw.as_dict(_reason_names()), exact_ops=dict(self._exact_calls),
+                    delegated_ops=dict(self._delegated_calls))
 
     def topology(self):
         values = [ctypes.c_int() for _ in range(4)]
@@ -187,25 +250,29 @@ class ZppBackend(_C10dBackend):
         return _done(output_lists)
 
     def _reduce_scatter_flat(self, output, input_, opts, what):
+        """Returns the Work of the inner gloo group for a form zpp does not reduce, else None
+        (done here)."""
         _check_cpu(what, output, input_)
-        if input_.dtype not in _REDUCE_SCATTER_DTYPES or output.dtype != input_.dtype:
+        if output.dtype != input_.dtype:
             raise TypeError(f"zpp backend: {what} of {input_.dtype} into {output.dtype} is not "
-                            "supported (zpp reduces float32, float16 and bfloat16, output and "
-                            "input alike)")
+                            "supported (output and input of one dtype)")
         if input_.numel() != output.numel() * self._size:
             raise ValueError(f"zpp backend: {what}: input has {input_.numel()} elements, "
                              f"expected {self._size} x {output.numel()}")
         op = opts.reduceOp
         premul = 1.0
-        if op == ReduceOp.SUM:
+        kind = op.op if hasattr(op, "op") else op
+        if input_.dtype not in _REDUCE_SCATTER_DTYPES or kind not in (
+                ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM):
+            # Integers, min/max/product: exact on gloo.
+            self._delegated_calls["reduce_scatter"] += 1
+            return self._gloo._reduce_scatter_base(output, input_, opts)
+        if kind == ReduceOp.RedOpType.SUM:
             zpp_op = _ZPP_SUM
-        elif op == ReduceOp.AVG:
+        elif kind == ReduceOp.RedOpType.AVG:
             zpp_op = _ZPP_AVG
-        elif op.op == ReduceOp.RedOpType.PREMUL_SUM:
-            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)
         else:
-            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "
-                             "(sum, avg, premul-sum)")
+            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)
         source, target = input_.contiguous(), _contiguous_target(output)
         if output.numel():
             check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
@@ -213,16 +280,20 @@ class ZppBackend(_C10dBackend):
                                           self._comm), what, self._comm)
         if target is not output:
             output.copy_(target)
+        return None
 
     def reduce_scatter_single(self, output, input_, opts):
-        self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_single")
-        return _done([output])
+        work = self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_single")
+        return work if work is not None else _done([output])
 
     _reduce_scatter_base = reduce_scatter_single
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
         for output, input_ in zip(outputs, inputs, strict=True):
-            self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_tensor_coalesced")
+            work = self._reduce_scatter_flat(output, input_, opts,
+                                             "reduce_scatter_tensor_coalesced")
+            if work is not None:
+                work.wait()
         return _done(outputs)
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
@@ -234,7 +305,9 @@ class ZppBackend(_C10dBackend):
             raise ValueError(f"zpp backend: reduce_scatter: {len(input_lists[0])} inputs for "
                              f"{self._size} ranks")
         flat = torch.cat([t.reshape(-1) for t in input_lists[0]])
-        self._reduce_scatter_flat(outputs[0], flat, opts, "reduce_scatter")
+        work = self._reduce_scatter_flat(outputs[0], flat, opts, "reduce_scatter")
+        if work is not None:
+            work.wait()  # `flat` must outlive gloo's use of it
         return _done(outputs)
 
     # ---- exact ------------------------------------------------------------------------------
@@ -313,6 +386,25 @@ class ZppBackend(_C10dBackend):
         self._exact_calls["barrier"] += 1
         self._gather_all(torch.zeros(1, dtype=torch.uint8), "barrier")
         return _done([])
+
+    # ---- on the inner gloo group ------------------------------------------------------------
+    # Same arguments as torch hands them over; gloo raises its own errors for what it cannot do.
+
+    reduce = _delegated("reduce")
+    gather = _delegated("gather")
+    scatter = _delegated("scatter")
+    alltoall = _delegated("alltoall")
+    all_to_all_single = _delegated("all_to_all_single", "alltoall_base")
+    alltoall_base = _delegated("alltoall_base")
+    allgather_coalesced = _delegated("allgather_coalesced")
+    allreduce_sparse = _delegated("allreduce_sparse")
+    send = _delegated("send")
+    recv = _delegated("recv")
+    recv_anysource = _delegated("recv_anysource")
+
+    def monitored_barrier(self, opts, wait_all_ranks=False):
+        self._delegated_calls["monitored_barrier"] += 1
+        self._gloo.monitored_barrier(opts.timeout, wait_all_ranks)
 
 
 def _create(dist_options, backend_options):

@@ -1,0 +1,2 @@
+def is_available():
+    return False
