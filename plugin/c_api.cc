@@ -1,8 +1,13 @@
 // zpp's own exported C API (include/zpp/zpp.h): thin wrappers that catch everything.
+#include <cstdio>
+
 #include "common/c_boundary.h"
+#include "config/config.h"
 #include "epoch/step_epoch.h"
 #include "log/log.h"
 #include "plugin/comm_registry.h"
+#include "plugin/progress_line.h"
+#include "plugin/stats_report.h"
 #include "stats/stats.h"
 #include "zpp/zpp.h"
 
@@ -51,6 +56,12 @@ ZPP_API ncclResult_t zppStepEpochAdvance(uint64_t* epoch) {
   return zpp::CatchAll(__func__, [&] {
     const uint64_t now = zpp::ProcessStepEpoch().Advance();
     ZPP_TRACE(kStats, "step epoch advanced to %llu", static_cast<unsigned long long>(now));
+    if (zpp::plugin::ProgressDue(now, static_cast<uint64_t>(zpp::GetConfig().progress))) {
+      const auto rows = zpp::plugin::NcclCommRows();
+      if (zpp::plugin::SpeaksForJob(rows)) {
+        std::fprintf(stderr, "%s\n", zpp::plugin::FormatProgressLine(now, rows).c_str());
+      }
+    }
     if (epoch != nullptr) *epoch = now;
     return ncclSuccess;
   });

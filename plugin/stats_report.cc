@@ -1,4 +1,6 @@
 // ZPP_STATS=1: the stats table on stderr when the process exits.
+#include "plugin/stats_report.h"
+
 #include <cstdio>
 
 #include "config/config.h"
@@ -8,9 +10,8 @@
 #include "plugin/stats_table.h"
 
 namespace zpp::plugin {
-namespace {
 
-std::vector<CommStatsRow> Rows() {
+std::vector<CommStatsRow> NcclCommRows() {
   std::vector<CommStatsRow> rows;
   for (const auto& state : Comms().All()) {
     CommStatsRow row;
@@ -24,12 +25,14 @@ std::vector<CommStatsRow> Rows() {
   return rows;
 }
 
+namespace {
+
 struct ExitReport {
   ~ExitReport() {
     const Config& config = GetConfig();
     if (config.stats == 0 && config.stats_dir.empty()) return;
     // A process that made no NCCL communicator (a launcher, a CPU-only rank) has nothing to say.
-    const std::vector<CommStatsRow> rows = Rows();
+    const std::vector<CommStatsRow> rows = NcclCommRows();
     if (rows.empty()) return;
     if (!config.stats_dir.empty()) WriteStatsFile(rows, "nccl", config.stats_dir);
     if (config.stats == 0) return;

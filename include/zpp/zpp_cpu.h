@@ -73,6 +73,11 @@ ZPP_API ncclResult_t zppCpuBroadcastBytes(void* buff, size_t bytes, int root, zp
  * counted exactly by the simulated cluster. */
 ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats);
 
+/* The end of an optimizer step (the torch backend's post-step hook, after the step epoch
+ * advanced): with ZPP_PROGRESS=N, every N step epochs the process that is rank 0 of its largest
+ * communicator prints one line of its counters on stderr. Once per epoch however often called. */
+ZPP_API ncclResult_t zppCpuStepEnded(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,13 +1,17 @@
 // libzpp_cpu.so's C API (include/zpp/zpp_cpu.h): thin wrappers over cpu::CpuComm that catch
 // everything. The step epoch is read from libzpp.so (a DT_NEEDED of this library), so that one
 // process has one epoch whichever hook advances it.
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/c_boundary.h"
+#include "config/config.h"
 #include "cpu_comm/cpu_comm.h"
+#include "plugin/progress_line.h"
 #include "plugin/torch/cpu_comm_registry.h"
 #include "zpp/zpp.h"
 #include "zpp/zpp_cpu.h"
@@ -185,6 +189,22 @@ ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats) {
     ZPP_CHECK_ARG(stats != nullptr, "zppCpuCommGetStats: stats is NULL");
     comm->comm->Snapshot(stats);
     stats->step_epoch = LibzppEpoch();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuStepEnded(void) {
+  return zpp::CatchAll(__func__, [&] {
+    static std::atomic<uint64_t> last_reported{0};
+    const uint64_t epoch = LibzppEpoch();
+    if (!zpp::plugin::ProgressDue(epoch, static_cast<uint64_t>(zpp::GetConfig().progress)) ||
+        last_reported.exchange(epoch) == epoch) {
+      return ncclSuccess;
+    }
+    const auto rows = zpp::cpu::CpuCommRows();
+    if (zpp::plugin::SpeaksForJob(rows)) {
+      std::fprintf(stderr, "%s\n", zpp::plugin::FormatProgressLine(epoch, rows).c_str());
+    }
     return ncclSuccess;
   });
 }

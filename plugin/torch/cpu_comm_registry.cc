@@ -38,16 +38,7 @@ struct ExitReport {
   ~ExitReport() {
     const Config& config = GetConfig();
     if (config.stats == 0 && config.stats_dir.empty()) return;
-    Registry& registry = TheRegistry();
-    std::vector<plugin::CommStatsRow> rows;
-    {
-      std::lock_guard<std::mutex> lock(registry.mutex);
-      for (Entry& entry : registry.entries) {
-        if (const std::shared_ptr<CpuComm> comm = entry.comm.lock())
-          comm->Snapshot(&entry.row.stats);
-        rows.push_back(entry.row);
-      }
-    }
+    const std::vector<plugin::CommStatsRow> rows = CpuCommRows();
     if (rows.empty()) return;
     if (!config.stats_dir.empty()) plugin::WriteStatsFile(rows, "cpu", config.stats_dir);
     if (config.stats == 0) return;
@@ -70,6 +61,17 @@ void RegisterForStatsTable(const std::shared_ptr<CpuComm>& comm) {
   entry.row.nranks = comm->size();
   entry.row.zpp_state = StateOf(*comm);
   registry.entries.push_back(std::move(entry));
+}
+
+std::vector<plugin::CommStatsRow> CpuCommRows() {
+  Registry& registry = TheRegistry();
+  std::vector<plugin::CommStatsRow> rows;
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  for (Entry& entry : registry.entries) {
+    if (const std::shared_ptr<CpuComm> comm = entry.comm.lock()) comm->Snapshot(&entry.row.stats);
+    rows.push_back(entry.row);
+  }
+  return rows;
 }
 
 void KeepStatsOf(const CpuComm& comm) {

@@ -3,13 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "cpu_comm/cpu_comm.h"
+#include "plugin/stats_table.h"
 
 namespace zpp::cpu {
 
 void RegisterForStatsTable(const std::shared_ptr<CpuComm>& comm);
 // Takes the final counters of a communicator about to be destroyed.
 void KeepStatsOf(const CpuComm& comm);
+// Every registered communicator's row, live ones' counters read now.
+std::vector<plugin::CommStatsRow> CpuCommRows();
 
 }  // namespace zpp::cpu

@@ -1,5 +1,8 @@
 #include "common/text.h"
 
+#include <cstdarg>
+#include <cstdio>
+
 namespace zpp::text {
 namespace {
 
@@ -35,6 +38,15 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
     out.push_back(s.substr(start, pos - start));
     start = pos + 1;
   }
+}
+
+void Appendf(std::string* out, const char* fmt, ...) {
+  char line[256];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(line, sizeof(line), fmt, args);
+  va_end(args);
+  out->append(line);
 }
 
 }  // namespace zpp::text

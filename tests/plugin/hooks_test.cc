@@ -159,6 +159,18 @@ TEST(HooksTest, SplitWithNoColorGivesNoCommunicator) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// Run by StatsExitTest with ZPP_PROGRESS=2: the line at the second epoch, from rank 0 of the
+// largest communicator (4 ranks), not from the rank 1 of a pair beside it.
+TEST(HooksTest, ProgressAtEpochAdvance) {
+  ncclComm_t world = NewComm(4, 0);
+  ncclComm_t pair = NewComm(2, 1);
+  float data[16] = {};
+  EXPECT_EQ(ncclAllGather(data, data, 4, ncclFloat32, world, nullptr), ncclSuccess);
+  for (int step = 0; step < 3; ++step) EXPECT_EQ(zppStepEpochAdvance(nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(world), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(pair), ncclSuccess);
+}
+
 TEST(HooksTest, ProcessStatsAddUpTheCommunicators) {
   zppStats_t before{};
   ASSERT_EQ(zppGetStats(&before), ncclSuccess);

@@ -28,6 +28,19 @@ TEST(StatsExitTest, NoTableWithoutIt) {
 
 namespace {
 
+// ZPP_PROGRESS=2 over three epochs: one line, at the second (issue 29, item 1).
+TEST(StatsExitTest, ProgressLineEveryNEpochs) {
+  const std::string child = std::string("ZPP_NCCL_LIBRARY=") + ZPP_FAKE_NCCL + " " +
+                            ZPP_HOOK_TESTS + " --gtest_filter=HooksTest.ProgressAtEpochAdvance";
+  const std::string output = zpp::test::RunCommand("ZPP_PROGRESS=2 " + child).output;
+  EXPECT_THAT(output, ::testing::HasSubstr("zpp progress: step 2, rank 0/4, 2 communicator(s): 1 "
+                                           "calls, 0 through zpp's plans, 1 passed through"));
+  EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr("zpp progress: step 1")));
+  EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr("zpp progress: step 3")));
+  EXPECT_THAT(zpp::test::RunCommand(child).output,
+              ::testing::Not(::testing::HasSubstr("zpp progress")));
+}
+
 // A process that made no communicator (a launcher under zpp-run --stats) prints no empty table.
 TEST(StatsExitTest, NoTableWithoutCommunicators) {
   const std::string output =

@@ -2,6 +2,8 @@
 --backend gloo) under `zpp-run --cpu --preset zero++` trains with the same losses and the same
 engine counters as the same script on backend `zpp`, and saves and loads a checkpoint with
 torch.distributed.checkpoint (gather, scatter and object collectives on the inner gloo group).
+The --cpu run also asks for --progress 2: rank 0 alone prints a line of its counters at steps 2
+and 4 (issue 29, item 1).
 4 CPU ranks as 2 simulated nodes of 2, started without torchrun (tests/torch/launch.py).
 
     tests/torch/run.sh BUILD tests/torch/cpu_switch_test.py BUILD
@@ -29,7 +31,7 @@ def train(build, folder, backend, cpu_switch):
     zpp_run = [os.path.join(ROOT, "tools", "zpp-run"), "--lib",
                os.path.join(build, "lib", "libzpp.so"), "--preset", "zero++"]
     if cpu_switch:
-        zpp_run.append("--cpu")
+        zpp_run += ["--cpu", "--progress", "2"]
     command = zpp_run + ["--", sys.executable, os.path.join(ROOT, "bench", "fsdp",
                                                              "train_fsdp2.py"),
                          "--device", "cpu", "--backend", backend, "--steps", str(STEPS),
@@ -46,6 +48,15 @@ def train(build, folder, backend, cpu_switch):
         if "checkpoint saved and loaded" not in ranks.output(rank):
             raise AssertionError(f"{backend}: rank {rank} did not round-trip its checkpoint:\n"
                                  f"{ranks.output(rank)[-3000:]}")
+    for rank in range(RANKS):
+        printed = [step for step in range(1, STEPS + 1)
+                   if f"zpp progress: step {step}, rank 0/{RANKS}" in ranks.output(rank)]
+        expected = [2, 4] if cpu_switch and rank == 0 else []
+        if printed != expected:
+            raise AssertionError(f"{backend}: rank {rank} printed progress at steps {printed}, "
+                                 f"expected {expected}:\n{ranks.output(rank)[-3000:]}")
+    if cpu_switch:
+        print(next(line for line in ranks.output(0).splitlines() if "zpp progress" in line))
     with open(os.path.join(folder, "loss.csv")) as source:
         losses = [row["loss"] for row in csv.DictReader(source)]
     stats = []

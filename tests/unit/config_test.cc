@@ -206,6 +206,15 @@ std::vector<Case> AllCases() {
       {"ZPP_DEBUG", "2", "WARN", true},
   });
   add({
+      {"ZPP_PROGRESS", "", "0", false},
+      {"ZPP_PROGRESS", "0", "0", false},
+      {"ZPP_PROGRESS", " 100 ", "100", false},
+      {"ZPP_PROGRESS", "1000000000", "1000000000", false},
+      {"ZPP_PROGRESS", "1000000001", "0", true},
+      {"ZPP_PROGRESS", "-1", "0", true},
+      {"ZPP_PROGRESS", "10 steps", "0", true},
+  });
+  add({
       {"ZPP_TIMEOUT", "1", "1", false},
       {"ZPP_TIMEOUT", "30", "30", false},
       {"ZPP_TIMEOUT", " 86400 ", "86400", false},

@@ -55,6 +55,7 @@ def _load():
         "zppCpuAllGatherBytes": [c.c_void_p, c.c_void_p, c.c_size_t, comm],
         "zppCpuBroadcastBytes": [c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuCommGetStats": [comm, c.POINTER(Stats)],
+        "zppCpuStepEnded": [],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)

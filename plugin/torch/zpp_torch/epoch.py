@@ -46,15 +46,20 @@ def current():
 
 
 def install_step_hook():
+    """The epoch hook (unless zpp-run's advances the epoch already), then the step's end for
+    ZPP_PROGRESS: hooks run in the order they were registered, so the epoch has advanced by then
+    whichever hook advanced it."""
     global _installed
     if _installed:
         return
     _installed = True
-    zpp_run = sys.modules.get("sitecustomize")
-    if _preloaded_libzpp() is not None and getattr(zpp_run, "_zpp", None) is not None:
-        return  # zpp-run's hook advances this same epoch
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    library = libzpp()
-    register_optimizer_step_post_hook(
-        lambda *_args, **_kwargs: library.zppStepEpochAdvance(None))
+    zpp_run = sys.modules.get("sitecustomize")
+    if _preloaded_libzpp() is None or getattr(zpp_run, "_zpp", None) is None:
+        library = libzpp()
+        register_optimizer_step_post_hook(
+            lambda *_args, **_kwargs: library.zppStepEpochAdvance(None))
+    from ._library import LIB
+
+    register_optimizer_step_post_hook(lambda *_args, **_kwargs: LIB.zppCpuStepEnded())
