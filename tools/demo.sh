@@ -58,8 +58,8 @@ echo "== how zpp groups a simulated 2-node x 4-GPU cluster ($build/bin/zpp-topo)
 echo
 echo "== zpp-bench: plain NCCL, qwZ, qwZ+hpZ, qgZ and all three on the simulated cluster"
 echo "   (below ZPP_MIN_BYTES, 1 MiB by default, zpp passes calls through to plain NCCL)"
-"$bench" "${cluster[@]}" "${sweep[@]}" --modes nccl,qwz,qwz+hpz,qgz,qwz+hpz+qgz \
-  "${steps[@]}" --step-configs nccl,qwz8,qwz8+hpz,qgz8/4,zero++ \
+"$bench" "${cluster[@]}" "${sweep[@]}" --modes plain,qwz,qwz+hpz,qgz,qwz+hpz+qgz \
+  "${steps[@]}" --step-configs plain,qwz8,qwz8+hpz,qgz8/4,zero++ \
   --json "$out/zpp-bench.json" | tee "$out/zpp-bench.txt"
 
 echo

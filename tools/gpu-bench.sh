@@ -18,14 +18,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
 name=${ZPP_BENCH_NAME:-zpp_bench_gpu}
-modes=${ZPP_BENCH_MODES:-nccl,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++}
+modes=${ZPP_BENCH_MODES:-plain,qwz8,qwz4,qwz8+hpz,qgz8/4,zero++}
 json="$results/${name}_${tag}.json"
 table="$results/${name}_${tag}.md"
 mkdir -p "$results"
 
 pids=()
 for rank in 0 1 2 3; do
-  # Never under LD_PRELOAD=libzpp.so: "nccl" rows must be the real NCCL. Each mode's communicator
+  # Never under LD_PRELOAD=libzpp.so: "plain" rows must be the real NCCL. Each mode's communicator
   # reserves ZPP_POOL_MB, four ranks share the GPU: 1 GiB holds a 256M case's staging.
   env -u LD_PRELOAD NCCL_HOSTID="zpp-bench-host$rank" ZPP_LOCAL_SIZE=2 ZPP_POOL_MB=1024 timeout 450 \
     "$build/bin/zpp-bench" --backend nccl --nodes 2 --gpus-per-node 2 --rank "$rank" \

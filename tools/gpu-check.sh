@@ -301,7 +301,7 @@ fi
 
 if want tune; then
   section "ZPP_TUNE=auto against plain NCCL and zero++"
-  if run env ZPP_BENCH_MODES=nccl,zero++,auto ZPP_BENCH_NAME=zpp_bench_tune_gpu ZPP_DEBUG=INFO \
+  if run env ZPP_BENCH_MODES=plain,zero++,auto ZPP_BENCH_NAME=zpp_bench_tune_gpu ZPP_DEBUG=INFO \
       ZPP_DEBUG_SUBSYS=TUNE timeout 500 bash tools/gpu-bench.sh "$build" -b 64K -e 256M -f 4; then
     note "- zpp-bench auto: zpp_bench_tune_gpu_${tag}.md (the plan column: what auto chose)"
   else failures=$((failures + 1)); note "- zpp-bench auto: FAILED or timed out"; fi

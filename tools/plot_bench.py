@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Plots zpp-bench JSON files (zpp-bench --json FILE) as PNGs:
 
-  busbw_vs_size.png    busbw against size, one line per mode, one panel per operation
+  busbw_vs_size.png    busbw against size, one line per mode, one panel per operation (not on
+                       the sim backend, whose times are the CPU time of a simulation)
+  off_node_vs_size.png on the sim backend instead: the bytes that crossed node boundaries per
+                       call against size (exact counts), one line per mode
   step_volume.png      inter-node bytes per ZeRO-3 step per configuration (units of one
                        all-gather of the model: plain ZeRO-3 is 3.0)
   error_vs_bits.png    relative L2 error against bits on the wire, per technique
 
 Usage: tools/plot_bench.py [--out DIR] FILE.json [FILE.json ...]
 Rows and steps of all files are plotted together. Prints the path of each PNG written. On the
-sim backend times are the CPU time of a simulation: the plots say so.
+sim backend times are the CPU time of a simulation: no plot shows them.
 """
 import argparse
 import json
@@ -56,10 +59,49 @@ def unique_rows(reports):
     return rows
 
 
+def only_sim(reports):
+    return {r.get("backend", "?") for r in reports} == {"sim"}
+
+
+def plot_off_node(reports, out):
+    """The sim's exact figure per call: bytes sent across node boundaries, against size."""
+    rows = unique_rows(reports)
+    if not rows:
+        return None
+    ops = sorted({row["op"] for row in rows})
+    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.5), squeeze=False)
+    for ax, op in zip(axes[0], ops):
+        series = {}
+        for row in rows:
+            if row["op"] == op:
+                series.setdefault(f'{row["mode"]} ({row["dtype"]})', []).append(row)
+        for key, points in sorted(series.items()):
+            points.sort(key=lambda row: row["bytes"])
+            ax.plot([p["bytes"] for p in points],
+                    [p["bytes_inter_node"] + p["bytes_inter_rack"] for p in points],
+                    marker="o", label=key)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("size (bytes, whole buffer)")
+        ax.set_ylabel("bytes across node boundaries (all ranks)")
+        ax.set_title(op)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("bytes that crossed node boundaries per call (exact counts of the simulated "
+                 "cluster; its times are CPU time and not plotted)", fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(out, "off_node_vs_size.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_busbw(reports, out):
     rows = unique_rows(reports)
     if not rows:
         return None
+    if only_sim(reports):
+        return plot_off_node(reports, out)
     ops = sorted({row["op"] for row in rows})
     fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.5), squeeze=False)
     for ax, op in zip(axes[0], ops):
@@ -73,7 +115,7 @@ def plot_busbw(reports, out):
             line, = ax.plot([p["bytes"] for p in points], [p["busbw_gbps"] for p in points],
                             label=key)
             for p in points:  # hollow: zpp passed the call through to plain NCCL
-                passed = p.get("plan") == "pass-through" and p["mode"] != "nccl"
+                passed = p.get("plan") == "pass-through" and p["mode"] != "plain"
                 ax.plot(p["bytes"], p["busbw_gbps"], marker="o", color=line.get_color(),
                         markerfacecolor="white" if passed else line.get_color())
         ax.set_xscale("log", base=2)

@@ -44,7 +44,7 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
     plan::Settings settings;
     return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
                ? std::string()
-               : "a mode: nccl, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by "
+               : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by "
                  "'+'";
   };
   app.add_option("-b,--minbytes", cli.min_bytes, "smallest size (whole buffer), e.g. 8, 64K")
@@ -61,7 +61,8 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
       ->check(CLI::IsMember({"allgather", "reducescatter"}))
       ->capture_default_str();
   app.add_option("--modes", cli.modes,
-                 "modes, comma list: nccl (plain), zero++, or techniques joined by '+': "
+                 "modes, comma list: plain (NCCL's collective untouched), zero++, or techniques "
+                 "joined by '+': "
                  "qwz[4|8], hpz, qgz[<intra>/<inter>]")
       ->delimiter(',')
       ->check(CLI::Validator(mode_check, "MODE"))

@@ -16,7 +16,7 @@ struct BenchCli {
   std::string max_bytes = "256M";
   uint64_t step_factor = 2;
   std::vector<std::string> ops = {"allgather", "reducescatter"};
-  std::vector<std::string> modes = {"nccl", "qwz", "qwz+hpz", "qgz", "qwz+hpz+qgz"};
+  std::vector<std::string> modes = {"plain", "qwz", "qwz+hpz", "qgz", "qwz+hpz+qgz"};
   std::vector<std::string> dtypes = {"bfloat16"};
   int warmup = 1;
   int iterations = 5;

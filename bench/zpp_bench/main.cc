@@ -61,7 +61,7 @@ void PrintSummary(const std::vector<step::StepFigures>& steps) {
   const std::string& model = steps.back().model;
   double plain = 0;
   for (const step::StepFigures& f : steps) {
-    if (f.model == model && f.config == "nccl") plain = f.relative_volume;
+    if (f.model == model && f.config == "plain") plain = f.relative_volume;
   }
   std::printf(
       "\n== summary: inter-node bytes per ZeRO-3 step of %s against plain (sim, exact "

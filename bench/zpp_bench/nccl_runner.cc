@@ -152,7 +152,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
 
   ZppCommunicator* zpp = nullptr;
   plan::Plan plan;  // plain NCCL: a pass-through
-  if (what.mode != "nccl") {
+  if (what.mode != "plain") {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
     const plan::Call call{what.op, what.count, what.dtype,
                           gather ? plan::Reduction::kNone : plan::Reduction::kSum};

@@ -86,8 +86,8 @@ Result RunProjection(const ProjectionCli& cli, int nodes, int gpus_per_node,
           : "");
   std::vector<std::string> names = models.empty() ? step::BuiltinModelNames() : models;
   std::vector<std::string> modes = configs.empty() ? step::StandardStepModes() : configs;
-  modes.erase(std::remove(modes.begin(), modes.end(), "nccl"), modes.end());
-  modes.insert(modes.begin(), "nccl");  // first: the speed-ups are against it
+  modes.erase(std::remove(modes.begin(), modes.end(), "plain"), modes.end());
+  modes.insert(modes.begin(), "plain");  // first: the speed-ups are against it
   for (const std::string& name : names) {
     step::Model shapes;
     ZPP_CHECK(step::ResolveModel(name, &shapes));
@@ -104,7 +104,7 @@ Result RunProjection(const ProjectionCli& cli, int nodes, int gpus_per_node,
       ZPP_CHECK(step::ParseMode(config, &settings));
       const costmodel::StepProjection step =
           costmodel::ProjectStep(units, ncclBfloat16, settings, model);
-      if (config == "nccl") plain_us = step.total_us();
+      if (config == "plain") plain_us = step.total_us();
       std::printf("%18s %12.1f %12.1f %12.1f %9.2fx %10.3f\n", step::ModeName(settings).c_str(),
                   step.comm_us / 1e3, step.codec_us / 1e3, step.total_us() / 1e3,
                   step.total_us() > 0 ? plain_us / step.total_us() : 0, step.relative_volume);

@@ -10,8 +10,8 @@ Result RunStepMode(const StepModeOptions& options,
                    const std::function<void(const step::StepFigures&)>& on_figures,
                    std::vector<step::StepFigures>* out) {
   std::vector<std::string> configs = options.configs;
-  if (std::find(configs.begin(), configs.end(), "nccl") == configs.end()) {
-    configs.insert(configs.begin(), "nccl");  // the 3.0 every other figure is relative to
+  if (std::find(configs.begin(), configs.end(), "plain") == configs.end()) {
+    configs.insert(configs.begin(), "plain");  // the 3.0 every other figure is relative to
   }
   for (const std::string& name : options.models) {
     step::StepReplaySpec spec;

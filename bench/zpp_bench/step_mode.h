@@ -14,7 +14,7 @@ namespace zpp::bench {
 
 struct StepModeOptions {
   std::vector<std::string> models;   // built-in names or files
-  std::vector<std::string> configs;  // mode names; "nccl" is added first when missing
+  std::vector<std::string> configs;  // mode names; "plain" is added first when missing
   sim::ClusterLayout layout;
   plan::Settings base;  // block; min_bytes (0: every unit through its plan)
   int steps = 4;

@@ -50,12 +50,12 @@ Result ParseMode(std::string_view name, plan::Settings* settings) {
   plan::Settings s = *settings;
   s.qwz = s.hpz = s.qgz = false;
   if (name == "zero++") name = "qwz8+hpz+qgz8/4";
-  if (name != "nccl") {
+  if (name != "plain" && name != "nccl") {  // "nccl": the name before issue 29
     size_t start = 0;
     while (start <= name.size()) {
       const size_t plus = std::min(name.find('+', start), name.size());
       ZPP_CHECK_ARG(ParseTechnique(name.substr(start, plus - start), &s),
-                    "mode '%.*s': expected nccl, zero++, or qwz[4|8], hpz, qgz[<intra>/<inter>] "
+                    "mode '%.*s': expected plain, zero++, or qwz[4|8], hpz, qgz[<intra>/<inter>] "
                     "joined by '+' (bits 4 or 8)",
                     static_cast<int>(name.size()), name.data());
       start = plus + 1;
@@ -66,7 +66,7 @@ Result ParseMode(std::string_view name, plan::Settings* settings) {
 }
 
 std::string ModeName(const plan::Settings& s) {
-  if (!s.qwz && !s.hpz && !s.qgz) return "nccl";
+  if (!s.qwz && !s.hpz && !s.qgz) return "plain";
   if (IsZeroPlusPlus(s)) return "zero++";
   std::string name;
   auto add = [&name](const std::string& part) { name += (name.empty() ? "" : "+") + part; };
@@ -80,9 +80,8 @@ bool TouchesAllGather(const plan::Settings& s) { return s.qwz || s.hpz; }
 bool TouchesReduceScatter(const plan::Settings& s) { return s.qgz; }
 
 std::vector<std::string> StandardStepModes() {
-  return {"nccl",           "qwz8",   "qwz4",   "hpz",
-          "qwz8+hpz",       "qgz8/4", "zero++", "qwz8+hpz+qgz8/8",
-          "qwz4+hpz+qgz4/4"};
+  return {"plain",           "qwz8",           "qwz4", "hpz", "qwz8+hpz", "qgz8/4", "zero++",
+          "qwz8+hpz+qgz8/8", "qwz4+hpz+qgz4/4"};
 }
 
 }  // namespace zpp::step

@@ -1,4 +1,5 @@
-// A zpp mode by name, as zpp-bench and step mode spell it: "nccl" (plain), or techniques joined
+// A zpp mode by name, as zpp-bench and step mode spell it: "plain" (the collective as NCCL runs
+// it; "nccl" is read as the same), or techniques joined
 // by '+': "qwz" or "qwz8" / "qwz4" (weight bits), "hpz", "qgz" or "qgz8/4" (intra/inter bits).
 // "zero++" is qwz8+hpz+qgz8/4, ZeRO++'s own choice.
 #pragma once
@@ -15,7 +16,7 @@ namespace zpp::step {
 // Sets the technique fields of `settings` (qwz, qwz_bits, hpz, qgz, qgz bits); leaves the rest.
 Result ParseMode(std::string_view name, plan::Settings* settings);
 
-// The canonical name of the techniques `settings` turns on: "nccl", "zero++", or the flags
+// The canonical name of the techniques `settings` turns on: "plain", "zero++", or the flags
 // ("qwz8+hpz", "qgz8/4", ...). ParseMode(ModeName(s)) gives s's techniques back.
 std::string ModeName(const plan::Settings& settings);
 

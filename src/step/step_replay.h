@@ -27,7 +27,7 @@ struct StepReplaySpec {
 
 struct StepFigures {
   std::string model;
-  std::string config;  // ModeName of the settings: "nccl", "zero++", "qwz8+hpz", ...
+  std::string config;  // ModeName of the settings: "plain", "zero++", "qwz8+hpz", ...
   double inter_node_bytes_per_step = 0;  // off-node bytes of all ranks, replayed model
   // Per optimizer step, in plain all-gathers of the model: 3.0 for ZeRO-3 (3.0 x micro-batches).
   double relative_volume = 0;

@@ -45,7 +45,7 @@ class BenchJsonTest : public ::testing::Test {
     run_ = new Command(
         RunCommand(std::string(ZPP_BENCH_BINARY) +
                    " --backend sim --nodes 2 --gpus-per-node 2 -b 64K -e 256K -f 4 -w 0 -n 1"
-                   " --zpp-min-bytes 0 --modes nccl,qwz,qwz4+hpz,qgz,zero++ -d bfloat16,float"
+                   " --zpp-min-bytes 0 --modes plain,qwz,qwz4+hpz,qgz,zero++ -d bfloat16,float"
                    " --step-model 125M --step-configs qwz8,zero++ --steps 3 --step-elements 65536"
                    " --json " +
                    *path_));
@@ -87,7 +87,7 @@ TEST_F(BenchJsonTest, RunsAndWritesJson) {
 
 TEST_F(BenchJsonTest, RowsHaveEveryFieldWithItsType) {
   const nlohmann::json& rows = (*report_)["rows"];
-  // 2 dtypes x (all-gather: nccl, qwz8, qwz4+hpz, zero++; reduce-scatter: nccl, qgz, zero++)
+  // 2 dtypes x (all-gather: plain, qwz8, qwz4+hpz, zero++; reduce-scatter: plain, qgz, zero++)
   // x 2 sizes.
   ASSERT_EQ(rows.size(), 2u * 7u * 2u);
   std::set<std::string> modes;
@@ -114,7 +114,7 @@ TEST_F(BenchJsonTest, RowsHaveEveryFieldWithItsType) {
     EXPECT_NEAR(row["algbw_gbps"].get<double>(),
                 row["bytes"].get<double>() / row["time_us"].get<double>() / 1e3, 1e-9);
     modes.insert(row["mode"].get<std::string>());
-    if (row["mode"] == "nccl") {
+    if (row["mode"] == "plain") {
       // Lossless: #wrong is a count, and zero. The ring takes each rank's quarter of the buffer
       // to the other node once: 4 ranks x bytes / 4.
       ASSERT_TRUE(row["wrong"].is_number_unsigned()) << row;
@@ -131,19 +131,19 @@ TEST_F(BenchJsonTest, RowsHaveEveryFieldWithItsType) {
       EXPECT_LT(row["rel_l2_err"].get<double>(), 0.2) << row;
     }
   }
-  EXPECT_EQ(modes, (std::set<std::string>{"nccl", "qwz8", "qwz4+hpz", "qgz8/4", "zero++"}));
+  EXPECT_EQ(modes, (std::set<std::string>{"plain", "qwz8", "qwz4+hpz", "qgz8/4", "zero++"}));
 }
 
 TEST_F(BenchJsonTest, StepsHaveEveryFieldPlainFirst) {
   const nlohmann::json& steps = (*report_)["steps"];
-  ASSERT_EQ(steps.size(), 3u);  // nccl added in front of the two asked for
+  ASSERT_EQ(steps.size(), 3u);  // plain added in front of the two asked for
   for (const nlohmann::json& step : steps) {
     for (const char* field : kStepFields) ASSERT_TRUE(step.contains(field)) << field << step;
     EXPECT_EQ(step["model"], "125M");
     EXPECT_TRUE(step["inter_node_bytes_per_step"].is_number());
     EXPECT_TRUE(step["rel_l2_err"].is_number());
   }
-  EXPECT_EQ(steps[0]["config"], "nccl");
+  EXPECT_EQ(steps[0]["config"], "plain");
   EXPECT_EQ(steps[0]["relative_volume"].get<double>(), 3.0);
   EXPECT_EQ(steps[1]["config"], "qwz8");
   EXPECT_EQ(steps[2]["config"], "zero++");

@@ -20,7 +20,7 @@ TEST(CostModelSimTest, ByteTermsEqualTheSimsCounts) {
     SimRunner runner(sim::ClusterLayout::Uniform(c.nodes, c.gpus));
     const plan::Shape shape = costmodel::UniformShape(c.nodes, c.gpus);
     for (const char* mode :
-         {"nccl", "qwz8", "qwz4", "hpz", "qwz8+hpz", "qwz4+hpz", "qgz8/4", "qgz8/8", "qgz4/4"}) {
+         {"plain", "qwz8", "qwz4", "hpz", "qwz8+hpz", "qwz4+hpz", "qgz8/4", "qgz8/8", "qgz4/4"}) {
       for (plan::CollectiveOp op :
            {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
         for (uint64_t count : {uint64_t{1000}, uint64_t{4096}}) {

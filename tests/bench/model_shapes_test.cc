@@ -85,7 +85,10 @@ TEST(ModeTest, NamesRoundTrip) {
   EXPECT_EQ(settings.qgz_bits_inter, 8);
   EXPECT_TRUE(TouchesReduceScatter(settings));
   EXPECT_FALSE(TouchesAllGather(settings));
-  for (const char* bad : {"", "qwz2", "qgz8", "qgz8/", "hpz+", "plain", "qwz8+foo", "qgz4/16"}) {
+  // Issue 29, item 9: plain is "plain"; "nccl", its old name, is still read as plain.
+  ASSERT_EQ(ParseMode("nccl", &settings), ncclSuccess);
+  EXPECT_EQ(ModeName(settings), "plain");
+  for (const char* bad : {"", "qwz2", "qgz8", "qgz8/", "hpz+", "nccl+qwz", "qwz8+foo", "qgz4/16"}) {
     EXPECT_NE(ParseMode(bad, &settings), ncclSuccess) << bad;
   }
 }

@@ -46,8 +46,8 @@ StepFigures Replay(const std::string& model, const std::string& mode,
 
 TEST(StepModeTest, PlainIsExactlyThreeAndZeroPlusPlusAtMostPoint8) {
   for (const char* model : kModels) {
-    const StepFigures plain = Replay(model, "nccl");
-    EXPECT_EQ(plain.config, "nccl");
+    const StepFigures plain = Replay(model, "plain");
+    EXPECT_EQ(plain.config, "plain");
     EXPECT_EQ(plain.relative_volume, 3.0) << model;
     EXPECT_EQ(plain.weight_rel_l2, 0.0) << model;
     EXPECT_GT(plain.inter_node_bytes_per_step, 0) << model;
@@ -122,7 +122,7 @@ TEST(StepModeTest, TooFewStepsFail) {
 // The cost model's byte terms over a whole step against the sim's exact count: equal but for
 // hpZ's 16-byte agreement record per rank and epoch, which the model leaves out.
 TEST(StepModeTest, ProjectionVolumeMatchesTheReplay) {
-  for (const char* mode : {"nccl", "qwz4", "qwz8+hpz", "qgz8/8", "zero++"}) {
+  for (const char* mode : {"plain", "qwz4", "qwz8+hpz", "qgz8/8", "zero++"}) {
     StepReplaySpec spec;
     ASSERT_EQ(ResolveModel("1.3B", &spec.model), ncclSuccess);
     const StepFigures replayed = Replay("1.3B", mode);

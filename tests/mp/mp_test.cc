@@ -224,6 +224,19 @@ TEST(LauncherTest, RanksThatNeverBootstrapFailWithinTimeout) {
   EXPECT_LT(job.seconds, 5.0);
 }
 
+// Issue 29, item 9: fewer ranks than the worker's cluster layout is one clear line per rank, and
+// no UCX noise (the ranks stop before they open a worker).
+TEST(LauncherTest, FewerRanksThanTheLayoutSayHowMany) {
+  TempDir out;
+  const JobResult job = RunLauncher(
+      {"-n", "2", "--timeout", "60", "--", ZPP_MP_WORKER_BINARY, "matrix", out.path()}, {}, 90);
+  EXPECT_EQ(job.exit_code, 1);
+  EXPECT_THAT(job.stderr_text, HasSubstr("zpp-launch started 2 ranks; the cluster layout has 8"));
+  EXPECT_THAT(job.stderr_text, ::testing::Not(HasSubstr("UCX")));
+  EXPECT_THAT(job.stderr_text, ::testing::Not(HasSubstr("ucp")));
+  EXPECT_LT(job.seconds, 10.0);
+}
+
 TEST(LauncherTest, JobPastItsTimeoutIsStopped) {
   const JobResult job =
       RunLauncher({"-n", "2", "--timeout", "1", "--", "/bin/sleep", "60"}, {}, 60);
