@@ -430,12 +430,22 @@ mutant torch-coalesced-every-pair plugin/torch/zpp_torch/backend.py \
   '        for output, input_ in zip(outputs[:1], inputs[:1]):' \
   "ctest=TorchBackendOps@300"
 mutant torch-same-dtype plugin/torch/zpp_torch/backend.py \
-  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES or output.dtype != input_.dtype:' \
-  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES:' \
+  '        if output.dtype != input_.dtype:' \
+  '        if False:' \
   "ctest=TorchBackendOps@300"
-mutant torch-unsupported-op plugin/torch/zpp_torch/backend.py \
-  $'        else:\n            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "' \
-  $'        elif False:\n            raise ValueError(f"zpp backend: {what} with {_op_name(op)} is not supported "' \
+# What zpp does not reduce goes to the inner gloo group (issue 29, item 8): min/max/product too.
+mutant torch-unsupported-op-on-gloo plugin/torch/zpp_torch/backend.py \
+  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES or kind not in (' \
+  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES and kind not in (' \
+  "ctest=TorchBackendOps@300"
+mutant torch-gather-on-gloo plugin/torch/zpp_torch/backend.py \
+  '    gather = _delegated("gather")' \
+  '' \
+  "ctest=TorchBackendOps@300"
+# torch's trampoline recursed on these properties (split_group, batch_isend_irecv).
+mutant torch-split-group plugin/torch/zpp_torch/backend.py \
+  $'    def supports_splitting(self):\n        return True' \
+  $'    def supports_splitting(self):\n        return False' \
   "ctest=TorchBackendOps@300"
 mutant torch-premul-factor plugin/torch/zpp_torch/backend.py \
   '            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)' \
@@ -475,8 +485,8 @@ mutant transport-liveness src/transport/ucp_transport.cc \
 # Quiet where nothing happens (issue 29, item 4): the settings' WARNs come at the first use, the
 # debug file at the first line.
 mutant config-warnings-at-exit plugin/stats_report.cc \
-  '    if (GetConfig().stats == 0) return;' \
-  $'    ReportConfigOnce();\n    if (GetConfig().stats == 0) return;' \
+  '    if (config.stats == 0 && config.stats_dir.empty()) return;' \
+  $'    ReportConfigOnce();\n    if (config.stats == 0 && config.stats_dir.empty()) return;' \
   "zpp_env_process_tests=EnvProcessTest.ALoadedButUnused*"
 mutant log-file-at-configure src/log/log.cc \
   $'        settings.file_pattern.empty() ? "" : ExpandFilePattern(settings.file_pattern);\n' \
@@ -506,6 +516,21 @@ mutant report-qwz-one-node src/engine/idle_requests.cc \
   '  if (settings.qwz && one_node) {' \
   '  if (settings.qwz && !one_node) {' \
   "zpp_topology_tests=IdleRequests*"
+# Issue 29, item 2: on one node the lossy techniques pass through unless forced (both plans).
+mutant plan-lossy-off-on-one-node src/plan/planner.cc \
+  '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);' \
+  '' \
+  "zpp_unit_tests=Planner* zpp_sim_pool_tests=PoolReservation*"
+# Issue 29, item 1: the progress line comes from rank 0 of the largest communicator only.
+mutant progress-rank-zero plugin/progress_line.cc \
+  '  return largest != nullptr && largest->rank == 0;' \
+  '  return largest != nullptr;' \
+  "zpp_plugin_stats_tests=ProgressLine*:StatsExit*"
+# Issue 29, item 8: zpp-run --cpu turns gloo into zpp in every group's backend string.
+mutant cpu-switch-maps-gloo tools/zpp_python/sitecustomize.py \
+  '        return "cpu:zpp,cuda:gloo" if cuda_available else "zpp"' \
+  '        return backend' \
+  "ctest=ZppRun@120"
 
 # ---- The run. ----
 
