@@ -63,8 +63,13 @@ def only_sim(reports):
     return {r.get("backend", "?") for r in reports} == {"sim"}
 
 
-def plot_off_node(reports, out):
-    """The sim's exact figure per call: bytes sent across node boundaries, against size."""
+def off_node_bytes(row):
+    return row["bytes_inter_node"] + row["bytes_inter_rack"]
+
+
+def plot_per_mode(reports, out, name, value, ylabel, title, log_y=False):
+    """One panel per operation, one line per (mode, dtype): `value(row)` against size. A point
+    zpp passed through to plain (below ZPP_MIN_BYTES) is hollow."""
     rows = unique_rows(reports)
     if not rows:
         return None
@@ -77,60 +82,41 @@ def plot_off_node(reports, out):
                 series.setdefault(f'{row["mode"]} ({row["dtype"]})', []).append(row)
         for key, points in sorted(series.items()):
             points.sort(key=lambda row: row["bytes"])
-            ax.plot([p["bytes"] for p in points],
-                    [p["bytes_inter_node"] + p["bytes_inter_rack"] for p in points],
-                    marker="o", label=key)
+            line, = ax.plot([p["bytes"] for p in points], [value(p) for p in points], label=key)
+            for p in points:
+                passed = p.get("plan") == "pass-through" and p["mode"] != "plain"
+                ax.plot(p["bytes"], value(p), marker="o", color=line.get_color(),
+                        markerfacecolor="white" if passed else line.get_color())
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
+        if log_y:
+            ax.set_yscale("log", base=2)
         ax.set_xlabel("size (bytes, whole buffer)")
-        ax.set_ylabel("bytes across node boundaries (all ranks)")
+        ax.set_ylabel(ylabel)
         ax.set_title(op)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("bytes that crossed node boundaries per call (exact counts of the simulated "
-                 "cluster; its times are CPU time and not plotted)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path = os.path.join(out, "off_node_vs_size.png")
+    path = os.path.join(out, name)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def plot_busbw(reports, out):
-    rows = unique_rows(reports)
-    if not rows:
-        return None
+    """busbw against size; on the sim, whose times are a simulation's CPU time, the bytes that
+    crossed node boundaries instead (exact counts)."""
     if only_sim(reports):
-        return plot_off_node(reports, out)
-    ops = sorted({row["op"] for row in rows})
-    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.5), squeeze=False)
-    for ax, op in zip(axes[0], ops):
-        series = {}
-        for row in rows:
-            if row["op"] == op:
-                key = f'{row["mode"]} ({row["dtype"]})'
-                series.setdefault(key, []).append(row)
-        for key, points in sorted(series.items()):
-            points.sort(key=lambda row: row["bytes"])
-            line, = ax.plot([p["bytes"] for p in points], [p["busbw_gbps"] for p in points],
-                            label=key)
-            for p in points:  # hollow: zpp passed the call through to plain NCCL
-                passed = p.get("plan") == "pass-through" and p["mode"] != "plain"
-                ax.plot(p["bytes"], p["busbw_gbps"], marker="o", color=line.get_color(),
-                        markerfacecolor="white" if passed else line.get_color())
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("size (bytes, whole buffer)")
-        ax.set_ylabel("busbw (GB/s)")
-        ax.set_title(op)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("busbw against size per mode (hollow: passed through to plain below "
-                 "ZPP_MIN_BYTES)\n" + time_label(reports), fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(out, "busbw_vs_size.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        return plot_per_mode(
+            reports, out, "off_node_vs_size.png", off_node_bytes,
+            "bytes across node boundaries (all ranks)",
+            "bytes that crossed node boundaries per call (exact counts of the simulated cluster; "
+            "its times are CPU time and not plotted)\nhollow: passed through to plain below "
+            "ZPP_MIN_BYTES", log_y=True)
+    return plot_per_mode(
+        reports, out, "busbw_vs_size.png", lambda row: row["busbw_gbps"], "busbw (GB/s)",
+        "busbw against size per mode (hollow: passed through to plain below ZPP_MIN_BYTES)\n" +
+        time_label(reports))
 
 
 def plot_step_volume(reports, out):
