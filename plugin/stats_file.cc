@@ -35,7 +35,9 @@ nlohmann::json CommunicatorJson(const CommStatsRow& row) {
                          {"hpz_hits", stats.hpz_hits},
                          {"hpz_misses", stats.hpz_misses},
                          {"hpz_verify_failures", stats.hpz_verify_failures},
-                         {"host_waits", stats.host_waits}};
+                         {"host_waits", stats.host_waits},
+                         {"qgz_ef_calls", stats.qgz_ef_calls},
+                         {"qgz_ef_without", stats.qgz_ef_without}};
   for (int path = 0; path < zppNumPaths; ++path) {
     comm["calls"][kPathNames[path]] = stats.calls[path];
     comm["input_bytes"][kPathNames[path]] = stats.input_bytes[path];

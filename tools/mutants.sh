@@ -516,6 +516,24 @@ mutant report-qwz-one-node src/engine/idle_requests.cc \
   '  if (settings.qwz && one_node) {' \
   '  if (settings.qwz && !one_node) {' \
   "zpp_topology_tests=IdleRequests*"
+# Issue 26, item 2: qgZ's error feedback adds the residual back, never a NaN, and only to the
+# call it was made for.
+mutant ef-residual-added src/codec/dequantize_reduce.cc \
+  '    if (feedback.valid) {  // what the same call'"'"'s last requantization lost' \
+  '    if (false) {' \
+  "zpp_codec_tests=Feedback* zpp_sim_qgz_tests=ErrorFeedback*"
+mutant ef-nonfinite-zero src/codec/dequantize_reduce.cc \
+  '      other[i] = std::isfinite(loss) ? loss : 0.0f;' \
+  '      other[i] = loss;' \
+  "zpp_codec_tests=Feedback*"
+mutant ef-same-call-only src/engine/error_feedback.cc \
+  '    if (entry.count == count && entry.dtype == dtype && entry.bytes == bytes) {' \
+  '    if (entry.dtype == dtype) {' \
+  "zpp_sim_qgz_tests=ErrorFeedback*"
+mutant ef-written-marks-valid src/engine/engine.cc \
+  '      if (result == ncclSuccess) feedback_->Written(slot);' \
+  '' \
+  "zpp_sim_qgz_tests=ErrorFeedback*"
 # Issue 29, item 2: on one node the lossy techniques pass through unless forced (both plans).
 mutant plan-lossy-off-on-one-node src/plan/planner.cc \
   '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);' \

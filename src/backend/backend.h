@@ -169,6 +169,17 @@ class Backend {
       std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
       const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
       std::span<std::byte> out_pieces, Stream& stream) = 0;
+  // Error feedback (ZPP_QGZ_EF, codec/batch.h): the backends that have it say so; the others
+  // (CUDA, until its kernel is written) refuse, and the engine runs qgZ without it.
+  virtual bool SupportsErrorFeedback() const { return false; }
+  virtual Result DequantizeReduceRequantizeFeedbackBatch(
+      std::span<const std::byte> /*pieces*/, const codec::ReduceBatch& /*batch*/, size_t /*count*/,
+      const codec::Format& /*format*/, const codec::Format& /*out_format*/,
+      const codec::Rounding& /*rounding*/, std::span<std::byte> /*out_pieces*/,
+      const codec::Format& /*residual_format*/, bool /*residual_valid*/,
+      std::span<std::byte> /*residuals*/, Stream& /*stream*/) {
+    return ncclInvalidUsage;
+  }
   // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.
   virtual Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                            const codec::BatchMap& map, Stream& stream) = 0;

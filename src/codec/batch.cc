@@ -177,6 +177,32 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
   return ncclSuccess;
 }
 
+Result DequantizeReduceRequantizeFeedbackBatch(
+    std::span<const std::byte> pieces, const ReduceBatch& batch, size_t count, const Format& format,
+    const Format& out_format, const Rounding& rounding, std::span<std::byte> out_pieces,
+    const Format& residual_format, bool residual_valid, std::span<std::byte> residuals) {
+  constexpr const char* kApi = "codec::DequantizeReduceRequantizeFeedbackBatch";
+  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, 1.0f));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
+  const uint64_t piece = PieceBytes(count, ncclFloat32, format);
+  const uint64_t out_piece = PieceBytes(count, ncclFloat32, out_format);
+  const uint64_t residual = PieceBytes(count, ncclFloat32, residual_format);
+  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
+                       out_piece * batch.items));
+  ZPP_CHECK(
+      CheckPiece(kApi, "residuals", residuals.data(), residuals.size(), residual * batch.items));
+  for (uint64_t item = 0; item < batch.items; ++item) {
+    const Feedback feedback{residual_format, residual_valid,
+                            residuals.subspan(item * residual, residual)};
+    ZPP_CHECK(DequantizeReduceRequantizeFeedback(
+        Terms(pieces, batch, item, piece), count, format, 1.0f, out_format,
+        ItemRounding(rounding, count, out_format, item),
+        out_pieces.subspan(item * out_piece, out_piece), feedback));
+  }
+  return ncclSuccess;
+}
+
 Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                  const BatchMap& map) {
   ZPP_CHECK(CheckCopyBatch("codec::CopyBatch", src, dst, bytes, map));

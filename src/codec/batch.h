@@ -38,6 +38,13 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
                                        const Format& out_format, const Rounding& rounding,
                                        std::span<std::byte> out_pieces);
 
+// The same with error feedback (codec.h's Feedback): sum s uses and rewrites the residual piece
+// at s x PieceBytes(count, residual_format) of `residuals`.
+Result DequantizeReduceRequantizeFeedbackBatch(
+    std::span<const std::byte> pieces, const ReduceBatch& batch, size_t count, const Format& format,
+    const Format& out_format, const Rounding& rounding, std::span<std::byte> out_pieces,
+    const Format& residual_format, bool residual_valid, std::span<std::byte> residuals);
+
 // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.
 Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                  const BatchMap& map);

@@ -37,6 +37,21 @@ Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size
 // The same sum, requantized as a new piece in `out_format` (qgZ's middle step), rotating or
 // unrotating only when the two formats differ in that; a block whose sum is not finite becomes
 // a NaN block.
+// Error feedback of one requantized sum (ZPP_QGZ_EF): `residual` is a piece in `format` (int8,
+// unrotated) holding what the same call's last requantization lost; `valid` false reads it as
+// zero. The op adds it to the sum before requantizing and writes this requantization's loss back
+// (a loss that is not finite is kept as zero: one overflowed step must not poison the rest).
+struct Feedback {
+  Format format;
+  bool valid = false;
+  std::span<std::byte> residual;
+};
+
+Result DequantizeReduceRequantizeFeedback(std::span<const std::span<const std::byte>> pieces,
+                                          size_t count, const Format& format, float scale_after_sum,
+                                          const Format& out_format, const Rounding& rounding,
+                                          std::span<std::byte> out_piece, const Feedback& feedback);
+
 Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pieces, size_t count,
                                   const Format& format, float scale_after_sum,
                                   const Format& out_format, const Rounding& rounding,

@@ -2,6 +2,7 @@
 // piece order in fp32, scale, then either narrow to a tensor or encode as a new piece.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "codec/block_codec.h"
@@ -87,6 +88,51 @@ Result DequantizeReduceRequantize(Pieces pieces, size_t count, const Format& for
     EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
   }
   ZeroPadding(out_piece.data(), out_layout, out_format.bits);
+  return ncclSuccess;
+}
+
+Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const Format& format,
+                                          float scale_after_sum, const Format& out_format,
+                                          const Rounding& rounding, std::span<std::byte> out_piece,
+                                          const Feedback& feedback) {
+  constexpr const char* kApi = "codec::DequantizeReduceRequantizeFeedback";
+  const PieceLayout layout = PieceLayout::Of(count, format);
+  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, feedback.format));
+  // The residual is added where the sum is requantized: in one domain, so no rotation anywhere.
+  ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !feedback.format.rotate,
+                "%s: error feedback takes unrotated formats", kApi);
+  const PieceLayout out_layout = PieceLayout::Of(count, out_format);
+  const PieceLayout residual_layout = PieceLayout::Of(count, feedback.format);
+  ZPP_CHECK(
+      CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(), out_layout.TotalBytes()));
+  ZPP_CHECK(CheckPiece(kApi, "residual", feedback.residual.data(), feedback.residual.size(),
+                       residual_layout.TotalBytes()));
+
+  const uint64_t stream_key = StreamKey(rounding.seed, rounding.rank, rounding.epoch);
+  const size_t run =
+      static_cast<size_t>(std::max({format.block, out_format.block, feedback.format.block}));
+  std::array<float, kMaxRun> sum;
+  std::array<float, kMaxRun> other;
+  for (uint64_t first = 0; first < count; first += run) {
+    const size_t n = std::min<uint64_t>(run, count - first);
+    SumRun(pieces, layout, format, first, n, scale_after_sum, sum.data());
+    if (feedback.valid) {  // what the same call's last requantization lost
+      DecodeRun(feedback.residual.data(), residual_layout, feedback.format, first, n, other.data());
+      for (size_t i = 0; i < n; ++i) sum[i] = sum[i] + other[i];
+    }
+    EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
+    DecodeRun(out_piece.data(), out_layout, out_format, first, n, other.data());
+    for (size_t i = 0; i < n; ++i) {  // this requantization's loss
+      const float loss = sum[i] - other[i];
+      other[i] = std::isfinite(loss) ? loss : 0.0f;
+    }
+    EncodeRun(other.data(), first, n, feedback.format, Rounding{}, 0, residual_layout,
+              feedback.residual.data());
+  }
+  ZeroPadding(out_piece.data(), out_layout, out_format.bits);
+  ZeroPadding(feedback.residual.data(), residual_layout, feedback.format.bits);
   return ncclSuccess;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <mutex>
+
 #include "common/nccl_types.h"
 #include "config/config.h"
 #include "engine/allgather_plans.h"
@@ -16,6 +18,8 @@ EngineOptions OptionsFrom(const Config& config) {
   options.fence_enabled = config.fence != 0;
   options.hpz_max_bytes = static_cast<uint64_t>(config.hpz_max_mb) << 20;
   options.pool_bytes = static_cast<uint64_t>(config.pool_mb) << 20;
+  options.qgz_ef = config.qgz_ef != 0;
+  options.ef_max_bytes = static_cast<uint64_t>(config.ef_max_mb) << 20;
   options.tune = config.tune != 0;
   return options;
 }
@@ -29,10 +33,22 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
       pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
   ReportConfigOnce();
+  std::function<uint64_t()> epoch = options.epoch;
+  if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };
   if (settings_.hpz && shape_.hierarchical_allowed) {
-    std::function<uint64_t()> epoch = options.epoch;
-    if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };
-    hpz_ = std::make_unique<HpzCache>(backend_, options.hpz_max_bytes, stats_, std::move(epoch));
+    hpz_ = std::make_unique<HpzCache>(backend_, options.hpz_max_bytes, stats_, epoch);
+  }
+  if (options.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
+    if (backend_.SupportsErrorFeedback()) {
+      feedback_ = std::make_unique<ErrorFeedback>(*pool_, options.ef_max_bytes, epoch);
+    } else {
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        ZPP_WARN(
+            "ZPP_QGZ_EF=1: error feedback runs on the CPU backend only so far (its CUDA "
+            "kernel is not written): qgZ runs without it here");
+      });
+    }
   }
 }
 
@@ -220,8 +236,16 @@ Result Engine::RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs&
   switch (plan.kind) {
     case plan::PlanKind::kQgzFlatReduceScatter:
       return RunQgzFlatReduceScatter(context, plan, args);
-    case plan::PlanKind::kQgzHierarchicalReduceScatter:
-      return RunQgzHierarchicalReduceScatter(context, plan, args);
+    case plan::PlanKind::kQgzHierarchicalReduceScatter: {
+      if (!feedback_) return RunQgzHierarchicalReduceScatter(context, plan, args, nullptr);
+      ErrorFeedback::Slot slot;
+      ZPP_CHECK(
+          feedback_->Take(args.count, args.dtype, FeedbackBytes(plan, args, shape_.nodes), &slot));
+      stats_.AddFeedback(slot.lease != nullptr);
+      const Result result = RunQgzHierarchicalReduceScatter(context, plan, args, &slot);
+      if (result == ncclSuccess) feedback_->Written(slot);
+      return result;
+    }
     case plan::PlanKind::kQgzThreeLevelReduceScatter:
       return RunQgzThreeLevelReduceScatter(context, plan, args);
     default:

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "engine/collective_args.h"
+#include "engine/error_feedback.h"
 #include "engine/hpz_cache.h"
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
@@ -23,9 +24,11 @@ namespace zpp::engine {
 
 struct EngineOptions {
   plan::Settings settings;
-  bool fence_enabled = true;                   // ZPP_FENCE
-  uint64_t hpz_max_bytes = uint64_t{1} << 30;  // ZPP_HPZ_MAX_MB
-  uint64_t pool_bytes = uint64_t{2} << 30;     // ZPP_POOL_MB: what set-up reserves
+  bool fence_enabled = true;                    // ZPP_FENCE
+  uint64_t hpz_max_bytes = uint64_t{1} << 30;   // ZPP_HPZ_MAX_MB
+  uint64_t pool_bytes = uint64_t{2} << 30;      // ZPP_POOL_MB: what set-up reserves
+  bool qgz_ef = false;                          // ZPP_QGZ_EF
+  uint64_t ef_max_bytes = uint64_t{256} << 20;  // ZPP_EF_MAX_MB
   // The step epoch; by default the process's (zppStepEpochAdvance).
   std::function<uint64_t()> epoch;
   bool tune = false;  // ZPP_TUNE=auto: set-up calibrates and fills `tuning`
@@ -79,6 +82,7 @@ class Engine {
   // the memory can then be freed with no wait on the device.
   Result UsesEnded(bool* ended);
   const HpzCache* hpz() const { return hpz_.get(); }
+  const ErrorFeedback* feedback() const { return feedback_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {
     if (hpz_) hpz_->PollFailures();
@@ -103,7 +107,8 @@ class Engine {
   std::unique_ptr<BufferPool> pool_;
   StatsCounters& stats_;
   bool warned_short_ = false;
-  std::unique_ptr<HpzCache> hpz_;  // with hpZ on a hierarchy
+  std::unique_ptr<HpzCache> hpz_;            // with hpZ on a hierarchy
+  std::unique_ptr<ErrorFeedback> feedback_;  // ZPP_QGZ_EF, where the backend has it
 };
 
 }  // namespace zpp::engine

@@ -71,14 +71,44 @@ Result TakeStageBuffers(Staging& staging, const Level& intra, const Level& inter
   return staging.Take(inter.piece * destinations, &buffers->node_sums);
 }
 
+// The residuals' format: int8 in blocks of the plan's, unrotated (codec::Feedback).
+codec::Format ResidualFormat(const plan::Plan& plan) { return {8, plan.block, false}; }
+
+// ReduceRequantize with error feedback: the residual lease is written (read, then rewritten)
+// under its fence, on the plan's stream, whatever stream the same call used last step.
+Result ReduceRequantizeFeedback(PlanContext& context, const std::byte* received, int peers,
+                                int destinations, size_t count, const Level& in, const Level& out,
+                                const codec::Format& residual_format,
+                                const ErrorFeedback::Slot& feedback, std::byte* out_pieces) {
+  const codec::ReduceBatch batch{static_cast<uint32_t>(destinations), static_cast<uint32_t>(peers),
+                                 in.piece, in.piece * destinations};
+  const size_t residual_bytes =
+      codec::PieceBytes(count, ncclFloat32, residual_format) * destinations;
+  BufferLease& lease = *feedback.lease;
+  ZPP_CHECK(lease.fence().BeginWrite(context.stream));
+  const Result result = context.backend.DequantizeReduceRequantizeFeedbackBatch(
+      {received, in.piece * destinations * peers}, batch, count, in.format, out.format,
+      codec::Rounding{}, {out_pieces, out.piece * destinations}, residual_format, feedback.valid,
+      {static_cast<std::byte*>(lease.data()), residual_bytes}, context.stream);
+  ZPP_CHECK(lease.fence().EndWrite(context.stream));
+  return result;
+}
+
 // The hierarchical plans' first two stages: the intra-node exchange (see IntraNodeExchange),
-// then each destination's sum over this node, requantized at `inter` into node_sums[d].
-Result NodeSums(PlanContext& context, const ReduceScatterArgs& args, const Level& intra,
-                const Level& inter, int destinations, const codec::BatchMap& chunks,
-                const StageBuffers& buffers) {
+// then each destination's sum over this node, requantized at `inter` into node_sums[d] (with
+// `feedback`'s residual when it has one).
+Result NodeSums(PlanContext& context, const plan::Plan& plan, const ReduceScatterArgs& args,
+                const Level& intra, const Level& inter, int destinations,
+                const codec::BatchMap& chunks, const StageBuffers& buffers,
+                const ErrorFeedback::Slot* feedback) {
   const int locals = context.backend.GroupSize(GroupKind::kIntraNode);
   ZPP_CHECK(IntraNodeExchange(context, args, intra, destinations, chunks, buffers.send,
                               buffers.received));
+  if (feedback != nullptr && feedback->lease != nullptr) {
+    return ReduceRequantizeFeedback(context, buffers.received, locals, destinations, args.count,
+                                    intra, inter, ResidualFormat(plan), *feedback,
+                                    buffers.node_sums);
+  }
   return ReduceRequantize(context, buffers.received, locals, destinations, args.count, intra, inter,
                           buffers.node_sums);
 }
@@ -123,8 +153,14 @@ Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,
   return staging.Finish();
 }
 
+size_t FeedbackBytes(const plan::Plan& plan, const ReduceScatterArgs& args, int nodes) {
+  return codec::PieceBytes(args.count, ncclFloat32, ResidualFormat(plan)) *
+         static_cast<size_t>(nodes);
+}
+
 Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& plan,
-                                       const ReduceScatterArgs& args) {
+                                       const ReduceScatterArgs& args,
+                                       const ErrorFeedback::Slot* feedback) {
   Backend& backend = context.backend;
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int locals = backend.GroupSize(GroupKind::kIntraNode);
@@ -143,7 +179,7 @@ Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& p
   chunks.from[2] = static_cast<uint64_t>(locals);
   chunks.to[1] = static_cast<uint64_t>(nodes);
   chunks.to[2] = 1;
-  ZPP_CHECK(NodeSums(context, args, intra, inter, nodes, chunks, buffers));
+  ZPP_CHECK(NodeSums(context, plan, args, intra, inter, nodes, chunks, buffers, feedback));
   // One node sum to each node: remote_sums[node] is that node's sum for this rank's chunk.
   ZPP_CHECK(backend.AllToAll(buffers.node_sums, remote_sums, inter.piece, GroupKind::kInterNode,
                              context.stream));
@@ -182,7 +218,7 @@ Result RunQgzThreeLevelReduceScatter(PlanContext& context, const plan::Plan& pla
   chunks.to[0] = static_cast<uint64_t>(nodes);
   chunks.to[1] = static_cast<uint64_t>(racks);
   chunks.to[2] = 1;
-  ZPP_CHECK(NodeSums(context, args, intra, inter, nodes, chunks, buffers));
+  ZPP_CHECK(NodeSums(context, plan, args, intra, inter, nodes, chunks, buffers, nullptr));
   // Stage 2: to the node at each position of this rack, the sums for that position in every
   // rack. rack_received[position][rack] is then that node's sum for (rack, my position).
   ZPP_CHECK(backend.AllToAll(buffers.node_sums, rack_received, inter.piece * racks,

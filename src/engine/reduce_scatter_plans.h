@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/collective_args.h"
+#include "engine/error_feedback.h"
 #include "engine/plan_context.h"
 #include "plan/plan.h"
 
@@ -15,9 +16,15 @@ Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,
 
 // Intra-node all-to-all (each local peer gets the chunks of every rank with its local rank),
 // sum and requantize per destination node, inter-node all-to-all among equal local ranks,
-// dequantize-sum. Each rank's data crosses nodes once, at the inter-node bit width.
+// dequantize-sum. Each rank's data crosses nodes once, at the inter-node bit width. With
+// `feedback` (ZPP_QGZ_EF), the node sums take the residual in and write the new one back.
 Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& plan,
-                                       const ReduceScatterArgs& args);
+                                       const ReduceScatterArgs& args,
+                                       const ErrorFeedback::Slot* feedback);
+
+// The residual bytes a hierarchical qgZ call keeps under ZPP_QGZ_EF: one int8 piece of the
+// chunk per destination node.
+size_t FeedbackBytes(const plan::Plan& plan, const ReduceScatterArgs& args, int nodes);
 
 // The same with the inter-node stage split into nodes of the rack, then racks.
 Result RunQgzThreeLevelReduceScatter(PlanContext& context, const plan::Plan& plan,

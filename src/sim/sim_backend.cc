@@ -328,6 +328,22 @@ Result SimBackend::DequantizeReduceRequantizeBatch(
   });
 }
 
+Result SimBackend::DequantizeReduceRequantizeFeedbackBatch(
+    std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+    const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+    std::span<std::byte> out_pieces, const codec::Format& residual_format, bool residual_valid,
+    std::span<std::byte> residuals, Stream& stream) {
+  Uses(stream, "DequantizeReduceRequantizeFeedbackBatch",
+       {{pieces.data(), pieces.size(), false},
+        {out_pieces.data(), out_pieces.size(), true},
+        {residuals.data(), residuals.size(), true}});
+  return LaunchChecked(stream, [=] {
+    return codec::DequantizeReduceRequantizeFeedbackBatch(pieces, batch, count, format, out_format,
+                                                          rounding, out_pieces, residual_format,
+                                                          residual_valid, residuals);
+  });
+}
+
 Result SimBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                              const codec::BatchMap& map, Stream& stream) {
   Uses(stream, "CopyBatch", {{src.data(), src.size(), false}, {dst.data(), dst.size(), true}});

@@ -80,6 +80,13 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   out->hpz_kept_bytes_peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
   out->host_waits = host_waits_.load(std::memory_order_relaxed);
   out->plain_off_node_bytes = plain_off_node_bytes_.load(std::memory_order_relaxed);
+  out->qgz_ef_calls = qgz_ef_calls_.load(std::memory_order_relaxed);
+  out->qgz_ef_without = qgz_ef_without_.load(std::memory_order_relaxed);
+}
+
+void StatsCounters::AddFeedback(bool kept) {
+  (kept ? qgz_ef_calls_ : qgz_ef_without_).fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddFeedback(kept);
 }
 
 void StatsCounters::AddPlainOffNode(uint64_t bytes) {

@@ -33,6 +33,8 @@ class StatsCounters {
   void AddHostWait();
   // What plain NCCL would have sent off the node for a call (plan::Plan::plain_off_node_bytes).
   void AddPlainOffNode(uint64_t bytes);
+  // A qgZ call under ZPP_QGZ_EF: with its residual kept, or without.
+  void AddFeedback(bool kept);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -52,6 +54,8 @@ class StatsCounters {
   std::array<std::atomic<uint64_t>, zppNumPaths> measured_us_{};
   std::atomic<uint64_t> host_waits_{0};
   std::atomic<uint64_t> plain_off_node_bytes_{0};
+  std::atomic<uint64_t> qgz_ef_calls_{0};
+  std::atomic<uint64_t> qgz_ef_without_{0};
   StatsCounters* const parent_;
 };
 

@@ -33,13 +33,13 @@ def rank_main(backend, count):
     dist.destroy_process_group()
 
 
-def run_job(backend, count, cpu_switch=False):
+def run_job(backend, count, cpu_switch=False, extra_env=None):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     command = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--preset", "zero++",
                "--stats"] + (["--cpu"] if cpu_switch else []) + ["--", torchrun, "--standalone", f"--nproc-per-node={RANKS}",
                os.path.realpath(__file__), "--rank", backend, str(count)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZPP_")}
-    env.update(ZPP_LOCAL_SIZE="2", OMP_NUM_THREADS="1")
+    env.update(ZPP_LOCAL_SIZE="2", OMP_NUM_THREADS="1", **(extra_env or {}))
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         raise AssertionError(f"{backend} {count}: exit {result.returncode}\n"
@@ -61,9 +61,12 @@ def main():
                       "zpp compressed no call",
                       f"hint: {calls} of {calls} calls under ZPP_MIN_BYTES=1 MiB: lower it for a "
                       "small model"], "a small model")
-    large = run_job("zpp", 1 << 19)  # 2 MiB of fp32 per rank
+    # 2 MiB of fp32 per rank; with qgZ's error feedback: six places in one step epoch, 4 ranks.
+    large = run_job("zpp", 1 << 19, extra_env={"ZPP_QGZ_EF": "1"})
     expect_in(large, ["hpZ (hierarchical all-gather)", "qgZ (quantized reduce-scatter)",
-                      "of plain", "% saved", "hpZ: "], "large calls")
+                      "of plain", "% saved", "hpZ: ",
+                      f"qgZ error feedback: {CALLS * RANKS} calls kept their residual, 0 ran "
+                      "without"], "large calls")
     if "hint:" in large:
         raise AssertionError(f"large calls: no reason dominates, yet a hint:\n{large[-3000:]}")
     share = float(large.split(" of plain")[0].split()[-1])

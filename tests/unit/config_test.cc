@@ -146,6 +146,15 @@ std::vector<Case> AllCases() {
       {"ZPP_HPZ_MAX_MB", "1G", "1024", true},
   });
   add({
+      {"ZPP_EF_MAX_MB", "0", "0", false},
+      {"ZPP_EF_MAX_MB", "64", "64", false},
+      {"ZPP_EF_MAX_MB", "", "256", false},
+      {"ZPP_EF_MAX_MB", "-1", "256", true},
+      {"ZPP_EF_MAX_MB", "16777217", "256", true},
+      {"ZPP_EF_MAX_MB", "1G", "256", true},
+  });
+  add(BoolCases("ZPP_QGZ_EF", "0"));
+  add({
       {"ZPP_POOL_MB", "0", "0", false},
       {"ZPP_POOL_MB", "512", "512", false},
       {"ZPP_POOL_MB", "", "2048", false},

@@ -20,6 +20,8 @@ class Stats(ctypes.Structure):
         ("measured_us", ctypes.c_uint64 * 4),
         ("host_waits", ctypes.c_uint64),
         ("plain_off_node_bytes", ctypes.c_uint64),
+        ("qgz_ef_calls", ctypes.c_uint64),
+        ("qgz_ef_without", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -42,6 +44,8 @@ class Stats(ctypes.Structure):
             "measured_us": dict(zip(paths, self.measured_us)),
             "host_waits": self.host_waits,
             "plain_off_node_bytes": self.plain_off_node_bytes,
+            "qgz_ef_calls": self.qgz_ef_calls,
+            "qgz_ef_without": self.qgz_ef_without,
         }
 
 
