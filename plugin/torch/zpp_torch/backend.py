@@ -107,13 +107,13 @@ class ZppBackend(_C10dBackend):
               "communicator set-up")
         try:
             self._connect(store, timeout)
+            # Everything else goes to gloo over the same ranks, bootstrapped through its own
+            # prefix of the group's store.
+            self._gloo = ProcessGroupGloo(PrefixStore("zpp-gloo/", store), rank, size, timeout)
         except BaseException:
             LIB.zppCpuCommDestroy(self._comm)
             self._comm = None
             raise
-        # Everything else goes to gloo over the same ranks, bootstrapped through its own prefix of
-        # the group's store.
-        self._gloo = ProcessGroupGloo(PrefixStore("zpp-gloo/", store), rank, size, timeout)
         # Collectives zpp's engine does not take (exact here), by name: what the stats cannot show.
         self._exact_calls = collections.Counter()
         self._delegated_calls = collections.Counter()
