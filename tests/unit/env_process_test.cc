@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/common/run_command.h"
@@ -88,15 +89,20 @@ TEST(EnvProcessTest, EmptyValueShowsAsDefault) {
 // Issue 29, item 4: a process that only has zpp loaded and never uses it (torchrun's agent, a
 // shell, a pyenv shim) says nothing, not even at exit, and leaves no debug file.
 TEST(EnvProcessTest, ALoadedButUnusedZppIsSilentAndLeavesNoDebugFile) {
-  const std::string file = testing::TempDir() + "zpp_quiet_debug_%p.log";
+  // A folder of its own: a file some earlier process left in TempDir (a mutant run) is not this
+  // run's.
+  std::string folder = testing::TempDir() + "zpp_quiet_XXXXXX";
+  ASSERT_NE(mkdtemp(folder.data()), nullptr);
+  const std::string file = folder + "/zpp_quiet_debug_%p.log";
   const zpp::test::CommandRun run = zpp::test::RunCommand(
       std::string("env -i LD_PRELOAD=") + ZPP_LIBRARY +
       " ZPP_QWZ_BITS=5 ZPP_QZW=1 ZPP_STATS=1 ZPP_DEBUG=INFO ZPP_DEBUG_FILE=" + file + " /bin/true");
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.output, "");
   const zpp::test::CommandRun files =
-      zpp::test::RunCommand("ls " + testing::TempDir() + " | grep -c zpp_quiet_debug_");
+      zpp::test::RunCommand("ls " + folder + " | grep -c zpp_quiet_debug_");
   EXPECT_EQ(files.output, "0\n");
+  zpp::test::RunCommand("rm -rf " + folder);
 }
 
 // The banner at the first use, as NCCL prints its own: version, commit, and each setting with
