@@ -7,11 +7,6 @@
 #include "stats/stats.h"
 
 namespace zpp::plugin {
-namespace {
-
-const char* const kPathNames[zppNumPaths] = {"pass-through", "qwZ", "hpZ", "qgZ"};
-
-}  // namespace
 
 bool SpeaksForJob(const std::vector<CommStatsRow>& rows) {
   const CommStatsRow* largest = nullptr;
@@ -45,7 +40,7 @@ std::string FormatProgressLine(uint64_t step, const std::vector<CommStatsRow>& r
     calls += total.calls[path];
     if (path == zppPathPassThrough || total.calls[path] == 0) continue;
     planned += total.calls[path];
-    text::Appendf(&paths, "%s%s %" PRIu64, paths.empty() ? "" : ", ", kPathNames[path],
+    text::Appendf(&paths, "%s%s %" PRIu64, paths.empty() ? "" : ", ", PathName(path),
                   total.calls[path]);
   }
   std::string line;

@@ -6,7 +6,6 @@
 #include "stats/stats.h"
 
 namespace zpp::plugin {
-namespace {
 
 const char* PathName(int path) {
   switch (path) {
@@ -22,8 +21,6 @@ const char* PathName(int path) {
       return "?";
   }
 }
-
-}  // namespace
 
 std::string FormatStatsTable(const std::vector<CommStatsRow>& rows) {
   std::string out = "zpp stats: per communicator and technique\n";

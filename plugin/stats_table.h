@@ -20,4 +20,7 @@ struct CommStatsRow {
 
 std::string FormatStatsTable(const std::vector<CommStatsRow>& rows);
 
+// A zppPath_t as the table and the progress line name it: "pass-through", "qwZ", "hpZ", "qgZ".
+const char* PathName(int path);
+
 }  // namespace zpp::plugin
