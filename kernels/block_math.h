@@ -1,4 +1,4 @@
-// Per-block and per-element arithmetic of the codec: amax, scale, rounding, int4/int8 packing.
+// Per-block and per-element arithmetic of the codec: amax, scale, rounding, int2/int4/int8 packing.
 //
 // Bit-exactness between the CPU reference and the kernels rests on three rules kept here and in
 // the build: (1) only IEEE-rounded single operations (+, -, *, / and int<->float conversions),
@@ -18,7 +18,9 @@
 
 namespace zpp::codec {
 
-ZPP_HD int QMax(int bits) { return bits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX; }
+ZPP_HD int QMax(int bits) {
+  return bits == 2 ? ZPP_INT2_QMAX : (bits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX);
+}
 
 // |x| as bits. For non-negative floats the unsigned order of the bits is the order of the values,
 // and Inf and NaN sort above every finite value, so a max over these is the block's amax and
@@ -91,6 +93,14 @@ ZPP_HD float DequantizeValue(int q, float scale) { return static_cast<float>(q) 
 ZPP_HD uint32_t PackInt4Pair(int low, int high) {
   return (static_cast<uint32_t>(low) & 0xFu) | ((static_cast<uint32_t>(high) & 0xFu) << 4);
 }
+
+// int2: element 4i + j in bits 2j and 2j + 1 of byte i, two's complement.
+ZPP_HD uint32_t PackInt2Quad(int e0, int e1, int e2, int e3) {
+  return (static_cast<uint32_t>(e0) & 0x3u) | ((static_cast<uint32_t>(e1) & 0x3u) << 2) |
+         ((static_cast<uint32_t>(e2) & 0x3u) << 4) | ((static_cast<uint32_t>(e3) & 0x3u) << 6);
+}
+
+ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>((pair & 0x3u) ^ 2u) - 2; }
 
 ZPP_HD int SignExtendInt4(uint32_t nibble) { return static_cast<int>((nibble & 0xFu) ^ 8u) - 8; }
 

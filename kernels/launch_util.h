@@ -88,8 +88,10 @@ template <typename Body>
 void WithBits(int bits, Body&& body) {
   if (bits == 8) {
     body(BitsTag<8>{});
-  } else {
+  } else if (bits == 4) {
     body(BitsTag<4>{});
+  } else {
+    body(BitsTag<2>{});
   }
 }
 
@@ -106,7 +108,7 @@ void WithBool(bool value, Body&& body) {
 template <typename Body>
 void ForEveryDtypeAndBits(Body&& body) {
   for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    for (int bits : {4, 8}) {
+    for (int bits : {2, 4, 8}) {
       WithDtype(dtype, [&](auto d) { WithBits(bits, [&](auto b) { body(d, b); }); });
     }
   }

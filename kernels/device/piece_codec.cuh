@@ -47,7 +47,7 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
   amax_bits = GroupMax(amax_bits, geometry.block / kChunk, warp_max);
   if (first >= geometry.count) return;
 
-  constexpr int kQMax = kBits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX;
+  constexpr int kQMax = kBits == 2 ? ZPP_INT2_QMAX : (kBits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX);
   const float scale = BlockScale(amax_bits, kQMax);
   const uint64_t block_index = first >> geometry.block_shift;
   const uint32_t in_block =
@@ -77,6 +77,11 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
     }
     *reinterpret_cast<uint2*>(payload + first) = make_uint2(words[0], words[1]);
     chunk_end = first + kChunk;
+  } else if constexpr (kBits == 2) {
+    const uint32_t half =
+        PackInt2Quad(q[0], q[1], q[2], q[3]) | (PackInt2Quad(q[4], q[5], q[6], q[7]) << 8);
+    *reinterpret_cast<uint16_t*>(payload + first / 4) = static_cast<uint16_t>(half);
+    chunk_end = first / 4 + kChunk / 4;
   } else {
     uint32_t word = 0;
 #pragma unroll
@@ -103,6 +108,12 @@ __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeo
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       values[i] = DequantizeValue(SignExtendInt8(words[i / 4] >> (8 * (i % 4))), scale);
+    }
+  } else if constexpr (kBits == 2) {
+    const uint32_t half = *reinterpret_cast<const uint16_t*>(payload + first / 4);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      values[i] = DequantizeValue(SignExtendInt2(half >> (2 * i)), scale);
     }
   } else {
     const uint32_t word = *reinterpret_cast<const uint32_t*>(payload + first / 2);

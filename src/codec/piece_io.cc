@@ -36,6 +36,13 @@ void WriteQuantized(std::byte* piece, const PieceLayout& layout, int bits, uint6
     for (size_t i = 0; i < n; ++i) payload[first + i] = static_cast<std::byte>(q[i] & 0xFF);
     return;
   }
+  if (bits == 2) {
+    for (size_t i = 0; i < n; i += 4) {
+      const auto at = [&](size_t j) { return i + j < n ? q[i + j] : 0; };
+      payload[(first + i) / 4] = static_cast<std::byte>(PackInt2Quad(at(0), at(1), at(2), at(3)));
+    }
+    return;
+  }
   for (size_t i = 0; i < n; i += 2) {
     const int high = i + 1 < n ? q[i + 1] : 0;
     payload[(first + i) / 2] = static_cast<std::byte>(PackInt4Pair(q[i], high));
@@ -47,6 +54,13 @@ void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, 
   const std::byte* payload = piece + layout.scale_bytes;
   if (bits == 8) {
     for (size_t i = 0; i < n; ++i) q[i] = SignExtendInt8(static_cast<uint32_t>(payload[first + i]));
+    return;
+  }
+  if (bits == 2) {
+    const std::byte* bytes = payload + first / 4;  // first is a multiple of 4
+    for (size_t i = 0; i < n; ++i) {
+      q[i] = SignExtendInt2(static_cast<uint32_t>(bytes[i / 4]) >> (2 * (i % 4)));
+    }
     return;
   }
   const std::byte* bytes = payload + first / 2;  // first is even
@@ -62,7 +76,8 @@ void ZeroPadding(std::byte* piece, const PieceLayout& layout, int bits) {
   if (layout.count == 0) return;  // an empty piece has no bytes (and may be null)
   const uint64_t scales_end = 4 * layout.blocks;
   std::memset(piece + scales_end, 0, layout.scale_bytes - scales_end);
-  const uint64_t payload_end = bits == 4 ? (layout.count + 1) / 2 : layout.count;
+  const uint64_t per_byte = bits == 2 ? 4 : (bits == 4 ? 2 : 1);
+  const uint64_t payload_end = (layout.count + per_byte - 1) / per_byte;
   std::memset(piece + layout.scale_bytes + payload_end, 0, layout.payload_bytes - payload_end);
 }
 

@@ -21,8 +21,8 @@ struct PieceLayout {
 float ReadScale(const std::byte* piece, uint64_t block);
 void WriteScale(std::byte* piece, uint64_t block, float scale);
 
-// The quantized values of elements [first, first + n) of the piece; for int4, `first` is even
-// (a block start) and an odd n leaves the last byte's high nibble 0.
+// The quantized values of elements [first, first + n) of the piece; `first` is a block start (a
+// multiple of 32), and a last byte that n fills only in part keeps its other elements 0.
 void WriteQuantized(std::byte* piece, const PieceLayout& layout, int bits, uint64_t first, size_t n,
                     const int* q);
 void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, uint64_t first,

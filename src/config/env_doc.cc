@@ -11,7 +11,7 @@ std::string Allowed(const EnvSpec& spec) {
     case Kind::kBool:
       return "0/1, true/false, yes/no, on/off";
     case Kind::kBits:
-      return "4, 8";
+      return BitWidths(spec, ", ");
     case Kind::kLevel:
       return "NONE, WARN, INFO, TRACE";
     case Kind::kTune:

@@ -141,8 +141,9 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
       return std::nullopt;
   }
   if (!value) return std::nullopt;
-  if (spec.kind == Kind::kBits && *value != 4 && *value != 8) {
-    *why = "is not 4 or 8";
+  if (spec.kind == Kind::kBits &&
+      ((*value != 2 && *value != 4 && *value != 8) || *value < spec.min || *value > spec.max)) {
+    *why = "is not " + BitWidths(spec, " or ");
     return std::nullopt;
   }
   if (*value < spec.min || *value > spec.max) {

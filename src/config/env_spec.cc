@@ -1,6 +1,7 @@
 #include "config/env_spec.h"
 
 #include <array>
+#include <vector>
 
 namespace zpp::config {
 namespace {
@@ -25,6 +26,19 @@ const EnvSpec* FindEnvSpec(std::string_view name) {
   return nullptr;
 }
 
+std::string BitWidths(const EnvSpec& spec, std::string_view last) {
+  std::vector<std::string> widths;
+  for (int64_t bits : {2, 4, 8}) {
+    if (bits >= spec.min && bits <= spec.max) widths.push_back(std::to_string(bits));
+  }
+  std::string text;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (i > 0) text += i + 1 == widths.size() ? std::string(last) : ", ";
+    text += widths[i];
+  }
+  return text;
+}
+
 std::string_view KindName(Kind kind) {
   switch (kind) {
     case Kind::kBool:
@@ -32,7 +46,7 @@ std::string_view KindName(Kind kind) {
     case Kind::kInt:
       return "integer";
     case Kind::kBits:
-      return "4 or 8";
+      return "bit width";
     case Kind::kPow2:
       return "power of two";
     case Kind::kBytes:

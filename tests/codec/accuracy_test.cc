@@ -15,7 +15,7 @@ namespace {
 constexpr size_t kMillion = size_t{1} << 20;
 constexpr ncclDataType_t kDtypes[] = {ncclFloat32, ncclFloat16, ncclBfloat16};
 
-int QMaxOf(int bits) { return bits == 4 ? 7 : 127; }
+int QMaxOf(int bits) { return bits == 2 ? 1 : (bits == 4 ? 7 : 127); }
 
 // |x - dq(q(x))| <= amax / (2 qmax), widened by the fp32 rounding of the scale and of q * scale
 // and by the output dtype's rounding (plus one fp32 denormal step for denormal scales).
@@ -75,11 +75,12 @@ TEST_P(ElementBoundTest, RotatedDomainWithinHalfAStep) {
     }
   }
   // And back in the input's domain the error is of the same size (H32 / sqrt(32) is orthogonal).
-  EXPECT_LT(RelativeL2(input.Values(), trip.output), bits == 8 ? 0.02 : 0.25);
+  EXPECT_LT(RelativeL2(input.Values(), trip.output), bits == 8 ? 0.02 : (bits == 4 ? 0.25 : 0.9));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, ElementBoundTest,
-                         ::testing::Combine(::testing::ValuesIn(kDtypes), ::testing::Values(8, 4),
+                         ::testing::Combine(::testing::ValuesIn(kDtypes),
+                                            ::testing::Values(8, 4, 2),
                                             ::testing::Values(32, 256, 4096)),
                          [](const auto& param_info) {
                            return std::string(DtypeName(std::get<0>(param_info.param))) + "_int" +
@@ -104,6 +105,18 @@ TEST(AccuracyTest, GaussianInt4Block32Within10_5Percent) {
   for (const ncclDataType_t dtype : kDtypes) {
     const double error = GaussianError(dtype, 4, 32);
     EXPECT_LE(error, 0.105) << DtypeName(dtype);
+    RecordProperty(std::string("rel_l2_") + DtypeName(dtype), std::to_string(error));
+  }
+}
+
+// Three levels per block (-scale, 0, +scale with scale = amax): about 0.66 relative L2 on
+// Gaussian blocks of 32, by a direct computation (numpy, 2^20 values). int2 is for gradients
+// whose error is fed back (ZPP_QGZ_EF), not for values used as they are.
+TEST(AccuracyTest, GaussianInt2Block32Within68Percent) {
+  for (const ncclDataType_t dtype : kDtypes) {
+    const double error = GaussianError(dtype, 2, 32);
+    EXPECT_LE(error, 0.68) << DtypeName(dtype);
+    EXPECT_GE(error, 0.63) << DtypeName(dtype);
     RecordProperty(std::string("rel_l2_") + DtypeName(dtype), std::to_string(error));
   }
 }

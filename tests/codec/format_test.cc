@@ -1,5 +1,6 @@
 // include/zpp/format.h: the size function against sizes worked out by hand, alignment, and the
-// byte layout a quantized piece really has (scales first, int4 low nibble first).
+// byte layout a quantized piece really has (scales first, int4 low nibble first, int2 low bits
+// first).
 #include "zpp/format.h"
 
 #include <gtest/gtest.h>
@@ -28,11 +29,15 @@ TEST(FormatTest, SizesWorkedOutByHand) {
   EXPECT_EQ(zppPieceBytes(1u << 20, ncclFloat32, 4, 256), 16384u + 524288u);
   EXPECT_EQ(zppPieceScaleBytes(1000, 256), 16u);
   EXPECT_EQ(zppPiecePayloadBytes(1001, 4), 512u);
+  // int2: four per byte. 1001 elements fill 251 bytes (the last holds one), padded to 256.
+  EXPECT_EQ(zppPiecePayloadBytes(1001, 2), 256u);
+  EXPECT_EQ(zppPiecePayloadBytes(1024, 2), 256u);
+  EXPECT_EQ(zppPieceBytes(1u << 20, ncclFloat32, 2, 256), 16384u + 262144u);
 }
 
 TEST(FormatTest, SizeIsAMultipleOf16AndIndependentOfDtype) {
   for (uint64_t count : {1ull, 7ull, 31ull, 32ull, 33ull, 255ull, 257ull, 4097ull, 123457ull}) {
-    for (int bits : {4, 8}) {
+    for (int bits : {2, 4, 8}) {
       for (int block = ZPP_BLOCK_MIN; block <= ZPP_BLOCK_MAX; block *= 2) {
         const uint64_t bytes = zppPieceBytes(count, ncclFloat32, bits, block);
         EXPECT_EQ(bytes % ZPP_PIECE_ALIGN, 0u);
@@ -47,7 +52,8 @@ TEST(FormatTest, SizeIsAMultipleOf16AndIndependentOfDtype) {
 TEST(FormatTest, InvalidFormatsHaveNoSize) {
   EXPECT_EQ(zppPieceBytes(100, ncclInt32, 8, 256), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat64, 8, 256), 0u);
-  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 2, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 1, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 3, 256), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 16), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 8192), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 96), 0u);
@@ -79,6 +85,37 @@ TEST(FormatTest, Int4LayoutIsScalesThenLowNibbleFirst) {
   EXPECT_EQ(bytes[18], std::byte{0x10});  // 0, 1
   EXPECT_EQ(bytes[19], std::byte{0x5E});  // -2, 5
   for (size_t i = 16 + 20; i < 48; ++i) EXPECT_EQ(bytes[i], std::byte{0}) << "payload padding";
+}
+
+// Values q * 0.25 with q in -1..1: every block's amax 0.25 is its scale. A tail of 6 elements
+// leaves the last payload byte half filled (its high bits 0).
+TEST(FormatTest, Int2LayoutIsFourPerByteLowBitsFirst) {
+  const Format format{2, 32, false};
+  const std::vector<int> q = {1, -1, 0, 1, -1, -1, 0, 0};
+  HostTensor input(ncclBfloat16, 38);
+  for (size_t i = 0; i < 38; ++i) input.Set(i, q[i % q.size()] * 0.25);
+  PieceBuffer piece(PieceBytes(38, ncclBfloat16, format));
+  ASSERT_EQ(piece.size(), 16u + 16u);  // 2 scales padded to 16, 10 payload bytes padded to 16
+  ASSERT_EQ(Quantize(input.View(), format, {}, piece.Span()), ncclSuccess);
+
+  const std::byte* bytes = piece.data();
+  float scale0;
+  float scale1;
+  std::memcpy(&scale0, bytes, 4);
+  std::memcpy(&scale1, bytes + 4, 4);
+  EXPECT_EQ(scale0, 0.25f);
+  EXPECT_EQ(scale1, 0.25f);
+  // Elements 0..3 = 1, -1, 0, 1: 01, 11, 00, 01 from the low bits up = 0b01'00'11'01.
+  EXPECT_EQ(bytes[16], std::byte{0x4D});
+  // Elements 4..7 = -1, -1, 0, 0: 0b00'00'11'11.
+  EXPECT_EQ(bytes[17], std::byte{0x0F});
+  // Elements 36, 37 (the tail's last two) = -1, -1 and two empty places.
+  EXPECT_EQ(bytes[16 + 9], std::byte{0x0F});
+  for (size_t i = 16 + 10; i < 32; ++i) EXPECT_EQ(bytes[i], std::byte{0}) << "payload padding";
+  HostTensor output(ncclBfloat16, 38);
+  const PlacedPiece placed{piece.ConstSpan(), 0};
+  ASSERT_EQ(Dequantize({&placed, 1}, 38, format, output.MutableView()), ncclSuccess);
+  for (size_t i = 0; i < 38; ++i) EXPECT_EQ(output.Get(i), input.Get(i)) << i;
 }
 
 TEST(FormatTest, Int8LayoutIsOneTwosComplementBytePerElement) {

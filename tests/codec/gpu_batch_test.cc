@@ -99,7 +99,7 @@ TEST_F(GpuBatchTest, DequantizeBatchIsTheCpuBatchBitwise) {
   EXPECT_EQ(device_out.ToHost(), cpu);
 }
 
-// 3 sums of 200 terms, then 200 sums of 3 terms requantized 8 -> 4.
+// 3 sums of 200 terms, then 200 sums of 3 terms requantized 8 -> 4 and 8 -> 2.
 TEST_F(GpuBatchTest, ReduceBatchesAreTheCpuBatchesBitwise) {
   const size_t count = 300;
   const Format format{8, 64, false};
@@ -126,18 +126,20 @@ TEST_F(GpuBatchTest, ReduceBatchesAreTheCpuBatchesBitwise) {
   EXPECT_EQ(device_sums.ToHost(), cpu_sums);
 
   const ReduceBatch many{200, 3, piece, 200 * piece};
-  const Format out_format{4, 64, false};
-  const size_t out_piece = PieceBytes(count, ncclFloat32, out_format);
-  DeviceBuffer device_out(out_piece * 200);
-  ASSERT_EQ(gpu::DequantizeReduceRequantizeBatch(device_pieces.Span(), many, count, format, 1.0f,
-                                                 out_format, {}, device_out.Span(), nullptr),
-            ncclSuccess);
-  std::vector<std::byte> cpu_out = HostBytes(out_piece * 200 + 16);
-  auto* out = cpu_out.data() + (16 - reinterpret_cast<uintptr_t>(cpu_out.data()) % 16) % 16;
-  ASSERT_EQ(DequantizeReduceRequantizeBatch(pieces, many, count, format, 1.0f, out_format, {},
-                                            {out, out_piece * 200}),
-            ncclSuccess);
-  EXPECT_EQ(std::memcmp(device_out.ToHost().data(), out, out_piece * 200), 0);
+  for (const int out_bits : {4, 2}) {  // qgZ 8/4 and 8/2
+    const Format out_format{out_bits, 64, false};
+    const size_t out_piece = PieceBytes(count, ncclFloat32, out_format);
+    DeviceBuffer device_out(out_piece * 200);
+    ASSERT_EQ(gpu::DequantizeReduceRequantizeBatch(device_pieces.Span(), many, count, format, 1.0f,
+                                                   out_format, {}, device_out.Span(), nullptr),
+              ncclSuccess);
+    std::vector<std::byte> cpu_out = HostBytes(out_piece * 200 + 16);
+    auto* out = cpu_out.data() + (16 - reinterpret_cast<uintptr_t>(cpu_out.data()) % 16) % 16;
+    ASSERT_EQ(DequantizeReduceRequantizeBatch(pieces, many, count, format, 1.0f, out_format, {},
+                                              {out, out_piece * 200}),
+              ncclSuccess);
+    EXPECT_EQ(std::memcmp(device_out.ToHost().data(), out, out_piece * 200), 0) << out_bits;
+  }
 }
 
 // hpZ's unquantized placement: 4 x 50 shards of an odd size, transposed.

@@ -172,7 +172,11 @@ TEST_P(GpuCodecTest, FusedReductionsMatchTheCpuBitwise) {
     Rounding rounding;
     rounding.stochastic = stochastic;
     rounding.seed = seed;
-    for (const Format out_format : {format, Format{12 - bits, 4096 / block * 32, !rotate}}) {
+    // Every output width: qgZ requantizes its intra-node sums at the inter-node bits (8 -> 4,
+    // 8 -> 2), with another block size and rotation when the width differs.
+    for (const int out_bits : {8, 4, 2}) {
+      const Format out_format =
+          out_bits == bits ? format : Format{out_bits, 4096 / block * 32, !rotate};
       const size_t out_bytes = PieceBytes(count, ncclFloat32, out_format);
       PieceBuffer cpu_out(out_bytes);
       ASSERT_EQ(DequantizeReduceRequantize(cpu_k, count, format, factor, out_format, rounding,
@@ -195,7 +199,8 @@ std::string ComboName(const ::testing::TestParamInfo<Combo>& combo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, GpuCodecTest,
-                         ::testing::Combine(::testing::ValuesIn(kDtypes), ::testing::Values(8, 4),
+                         ::testing::Combine(::testing::ValuesIn(kDtypes),
+                                            ::testing::Values(8, 4, 2),
                                             ::testing::Values(32, 256, 4096), ::testing::Bool(),
                                             ::testing::Bool()),
                          ComboName);

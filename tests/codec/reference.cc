@@ -149,6 +149,11 @@ int RefQuantized(std::span<const std::byte> piece, size_t count, const Format& f
   if (format.bits == 8) {
     return static_cast<int8_t>(static_cast<uint8_t>(piece[payload + element]));
   }
+  if (format.bits == 2) {
+    const auto byte = static_cast<uint8_t>(piece[payload + element / 4]);
+    const int pair = (byte >> (2 * (element % 4))) & 0x3;
+    return pair >= 2 ? pair - 4 : pair;
+  }
   const auto byte = static_cast<uint8_t>(piece[payload + element / 2]);
   const int nibble = element % 2 == 0 ? (byte & 0xF) : (byte >> 4);
   return nibble >= 8 ? nibble - 16 : nibble;

@@ -37,7 +37,9 @@ struct Steps {
 };
 
 // Every call's output on every rank: outputs[rank][call].
-std::vector<std::vector<std::vector<float>>> RunSteps(const Steps& steps, zppStats_t* stats_out) {
+// inter_node_bytes: what all ranks sent between nodes (the simulated links' count).
+std::vector<std::vector<std::vector<float>>> RunSteps(const Steps& steps, zppStats_t* stats_out,
+                                                      uint64_t* inter_node_bytes = nullptr) {
   std::vector<std::vector<std::vector<float>>> outputs(kRanks);
   StatsCounters stats;
   sim::SimWorld world(sim::ClusterLayout::Uniform(kNodes, kPerNode), /*local_rank=*/-1,
@@ -72,6 +74,10 @@ std::vector<std::vector<std::vector<float>>> RunSteps(const Steps& steps, zppSta
     }
   });
   if (stats_out != nullptr) stats.Snapshot(stats_out);
+  if (inter_node_bytes != nullptr) {
+    *inter_node_bytes = 0;
+    for (int r = 0; r < kRanks; ++r) *inter_node_bytes += world.SentBytes(r, zppLinkInterNode);
+  }
   return outputs;
 }
 
@@ -118,6 +124,35 @@ TEST(ErrorFeedbackTest, TheMeanOverStepsLosesTheInterNodeBias) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(with[rank][0], without[rank][0]);
   EXPECT_EQ(with_stats.qgz_ef_calls, 16u * kRanks);
   EXPECT_EQ(with_stats.qgz_ef_without, 0u);
+}
+
+// 2-bit inter-node gradients (three levels per block, format.h): one step errs by a large part of
+// the gradient, and without feedback every step errs the same way (measured: 0.38 relative L2 of
+// the 16-step mean). With it the error of the mean over n steps is at most two residuals over n
+// (each within half a 2-bit step), under a fifth of the error without it (measured 0.057). The
+// inter-node stage moves 2 bits per element instead of 4: under 0.6 of qgZ 8/4's bytes with the
+// scales and padding (measured 0.515).
+TEST(ErrorFeedbackTest, TwoBitInterNodeGradientsConvergeOnlyWithIt) {
+  constexpr size_t kCount = 4096;
+  Steps steps;
+  steps.counts.assign(16, kCount);
+  steps.inter_bits = 2;
+  zppStats_t with_stats{};
+  uint64_t two_bit_bytes = 0, four_bit_bytes = 0;
+  const auto without = RunSteps({steps.counts, 1, false, 2}, nullptr);
+  const auto with = RunSteps(steps, &with_stats, &two_bit_bytes);
+  RunSteps({steps.counts, 1, true, 4}, nullptr, &four_bit_bytes);
+  const double plain_error = ErrorOfMean(without, kCount, 0, 16);
+  const double fed_error = ErrorOfMean(with, kCount, 0, 16);
+  RecordProperty("rel_l2_of_mean_without", std::to_string(plain_error));
+  RecordProperty("rel_l2_of_mean_with", std::to_string(fed_error));
+  EXPECT_GT(plain_error, 0.3);
+  EXPECT_LT(fed_error, plain_error / 5) << "without " << plain_error;
+  EXPECT_EQ(with_stats.qgz_ef_calls, 16u * kRanks);
+  ASSERT_GT(four_bit_bytes, 0u);
+  RecordProperty("inter_node_bytes_2bit", std::to_string(two_bit_bytes));
+  RecordProperty("inter_node_bytes_4bit", std::to_string(four_bit_bytes));
+  EXPECT_LT(static_cast<double>(two_bit_bytes), 0.6 * static_cast<double>(four_bit_bytes));
 }
 
 // Two calls per step of different sizes: each gets its own residual back. Then the step's order

@@ -72,16 +72,26 @@ std::vector<Case> BoolCases(const std::string& name, const std::string& def) {
   };
 }
 
-std::vector<Case> BitsCases(const std::string& name, const std::string& def) {
+// two_ok: the variable's range takes 2 (ZPP_QGZ_BITS_INTER); the others reject it.
+std::vector<Case> BitsCases(const std::string& name, const std::string& def, bool two_ok) {
   return {
-      {name, "4", "4", false},    {name, "8", "8", false},
-      {name, " 4 ", "4", false},  {name, "+8", "8", false},
-      {name, "", def, false},     {name, "\t", def, false},
-      {name, "3", def, true},     {name, "16", def, true},
-      {name, "6", def, true},     {name, "7", def, true},
-      {name, "0", def, true},     {name, "-4", def, true},
-      {name, "eight", def, true}, {name, "8bits", def, true},
-      {name, "4.0", def, true},   {name, "18446744073709551616", def, true},
+      {name, "2", two_ok ? "2" : def, !two_ok},
+      {name, "4", "4", false},
+      {name, "8", "8", false},
+      {name, " 4 ", "4", false},
+      {name, "+8", "8", false},
+      {name, "", def, false},
+      {name, "\t", def, false},
+      {name, "3", def, true},
+      {name, "16", def, true},
+      {name, "6", def, true},
+      {name, "7", def, true},
+      {name, "0", def, true},
+      {name, "-4", def, true},
+      {name, "eight", def, true},
+      {name, "8bits", def, true},
+      {name, "4.0", def, true},
+      {name, "18446744073709551616", def, true},
   };
 }
 
@@ -95,9 +105,9 @@ std::vector<Case> AllCases() {
   add(BoolCases("ZPP_STATS", "0"));
   add(BoolCases("ZPP_FENCE", "1"));
   add(BoolCases("ZPP_LOSSY_ONE_NODE", "0"));
-  add(BitsCases("ZPP_QWZ_BITS", "8"));
-  add(BitsCases("ZPP_QGZ_BITS_INTRA", "8"));
-  add(BitsCases("ZPP_QGZ_BITS_INTER", "4"));
+  add(BitsCases("ZPP_QWZ_BITS", "8", false));
+  add(BitsCases("ZPP_QGZ_BITS_INTRA", "8", false));
+  add(BitsCases("ZPP_QGZ_BITS_INTER", "4", true));
   add({
       {"ZPP_BLOCK", "32", "32", false},
       {"ZPP_BLOCK", "4096", "4096", false},
