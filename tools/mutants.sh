@@ -526,7 +526,7 @@ mutant ef-nonfinite-zero src/codec/dequantize_reduce.cc \
   '      other[i] = std::isfinite(loss) ? loss : 0.0f;' \
   '      other[i] = loss;' \
   "zpp_codec_tests=Feedback*"
-mutant ef-same-call-only src/engine/error_feedback.cc \
+mutant ef-same-call-only src/engine/step_slots.cc \
   '    if (entry.count == count && entry.dtype == dtype && entry.bytes == bytes) {' \
   '    if (entry.dtype == dtype) {' \
   "zpp_sim_qgz_tests=ErrorFeedback*"

@@ -40,7 +40,7 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   }
   if (options.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
     if (backend_.SupportsErrorFeedback()) {
-      feedback_ = std::make_unique<ErrorFeedback>(*pool_, options.ef_max_bytes, epoch);
+      feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
     } else {
       static std::once_flag warned;
       std::call_once(warned, [] {
@@ -238,7 +238,7 @@ Result Engine::RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs&
       return RunQgzFlatReduceScatter(context, plan, args);
     case plan::PlanKind::kQgzHierarchicalReduceScatter: {
       if (!feedback_) return RunQgzHierarchicalReduceScatter(context, plan, args, nullptr);
-      ErrorFeedback::Slot slot;
+      StepSlots::Slot slot;
       ZPP_CHECK(
           feedback_->Take(args.count, args.dtype, FeedbackBytes(plan, args, shape_.nodes), &slot));
       stats_.AddFeedback(slot.lease != nullptr);

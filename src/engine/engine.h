@@ -9,7 +9,7 @@
 
 #include "backend/backend.h"
 #include "engine/collective_args.h"
-#include "engine/error_feedback.h"
+#include "engine/step_slots.h"
 #include "engine/hpz_cache.h"
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
@@ -82,7 +82,7 @@ class Engine {
   // the memory can then be freed with no wait on the device.
   Result UsesEnded(bool* ended);
   const HpzCache* hpz() const { return hpz_.get(); }
-  const ErrorFeedback* feedback() const { return feedback_.get(); }
+  const StepSlots* feedback() const { return feedback_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {
     if (hpz_) hpz_->PollFailures();
@@ -108,7 +108,7 @@ class Engine {
   StatsCounters& stats_;
   bool warned_short_ = false;
   std::unique_ptr<HpzCache> hpz_;            // with hpZ on a hierarchy
-  std::unique_ptr<ErrorFeedback> feedback_;  // ZPP_QGZ_EF, where the backend has it
+  std::unique_ptr<StepSlots> feedback_;  // ZPP_QGZ_EF, where the backend has it
 };
 
 }  // namespace zpp::engine

@@ -79,7 +79,7 @@ codec::Format ResidualFormat(const plan::Plan& plan) { return {8, plan.block, fa
 Result ReduceRequantizeFeedback(PlanContext& context, const std::byte* received, int peers,
                                 int destinations, size_t count, const Level& in, const Level& out,
                                 const codec::Format& residual_format,
-                                const ErrorFeedback::Slot& feedback, std::byte* out_pieces) {
+                                const StepSlots::Slot& feedback, std::byte* out_pieces) {
   const codec::ReduceBatch batch{static_cast<uint32_t>(destinations), static_cast<uint32_t>(peers),
                                  in.piece, in.piece * destinations};
   const size_t residual_bytes =
@@ -100,7 +100,7 @@ Result ReduceRequantizeFeedback(PlanContext& context, const std::byte* received,
 Result NodeSums(PlanContext& context, const plan::Plan& plan, const ReduceScatterArgs& args,
                 const Level& intra, const Level& inter, int destinations,
                 const codec::BatchMap& chunks, const StageBuffers& buffers,
-                const ErrorFeedback::Slot* feedback) {
+                const StepSlots::Slot* feedback) {
   const int locals = context.backend.GroupSize(GroupKind::kIntraNode);
   ZPP_CHECK(IntraNodeExchange(context, args, intra, destinations, chunks, buffers.send,
                               buffers.received));
@@ -160,7 +160,7 @@ size_t FeedbackBytes(const plan::Plan& plan, const ReduceScatterArgs& args, int 
 
 Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& plan,
                                        const ReduceScatterArgs& args,
-                                       const ErrorFeedback::Slot* feedback) {
+                                       const StepSlots::Slot* feedback) {
   Backend& backend = context.backend;
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int locals = backend.GroupSize(GroupKind::kIntraNode);

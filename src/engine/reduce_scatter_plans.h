@@ -3,7 +3,7 @@
 #pragma once
 
 #include "engine/collective_args.h"
-#include "engine/error_feedback.h"
+#include "engine/step_slots.h"
 #include "engine/plan_context.h"
 #include "plan/plan.h"
 
@@ -20,7 +20,7 @@ Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,
 // `feedback` (ZPP_QGZ_EF), the node sums take the residual in and write the new one back.
 Result RunQgzHierarchicalReduceScatter(PlanContext& context, const plan::Plan& plan,
                                        const ReduceScatterArgs& args,
-                                       const ErrorFeedback::Slot* feedback);
+                                       const StepSlots::Slot* feedback);
 
 // The residual bytes a hierarchical qgZ call keeps under ZPP_QGZ_EF: one int8 piece of the
 // chunk per destination node.

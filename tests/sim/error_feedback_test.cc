@@ -1,6 +1,6 @@
 // qgZ's error feedback (issue 26, item 2) on the simulated cluster: the residual of a call's
 // inter-node requantization reaches the same call in the next step and nowhere else.
-#include "engine/error_feedback.h"
+#include "engine/step_slots.h"
 
 #include <gtest/gtest.h>
 
@@ -188,8 +188,8 @@ TEST(ErrorFeedbackTest, CallsPastTheBoundRunWithoutAndAreCounted) {
     uint64_t epoch = 0;
     // Residual of one call: nodes x an int8 piece of kCount elements.
     const size_t bytes = kNodes * zppPieceBytes(kCount, ncclFloat32, 8, 256);
-    ErrorFeedback feedback(pool, bytes + bytes / 2, [&] { return epoch; });
-    ErrorFeedback::Slot first, second;
+    StepSlots feedback(pool, bytes + bytes / 2, [&] { return epoch; });
+    StepSlots::Slot first, second;
     ASSERT_EQ(feedback.Take(kCount, ncclFloat32, bytes, &first), ncclSuccess);
     ASSERT_EQ(feedback.Take(kCount, ncclFloat32, bytes, &second), ncclSuccess);
     EXPECT_NE(first.lease, nullptr);

@@ -1,13 +1,13 @@
-#include "engine/error_feedback.h"
+#include "engine/step_slots.h"
 
 #include <utility>
 
 namespace zpp::engine {
 
-ErrorFeedback::ErrorFeedback(BufferPool& pool, uint64_t max_bytes, std::function<uint64_t()> epoch)
+StepSlots::StepSlots(BufferPool& pool, uint64_t max_bytes, std::function<uint64_t()> epoch)
     : pool_(pool), max_bytes_(max_bytes), epoch_(std::move(epoch)) {}
 
-void ErrorFeedback::StartCall() {
+void StepSlots::StartCall() {
   const uint64_t epoch = epoch_();
   if (!started_ || epoch != current_epoch_) {
     started_ = true;
@@ -16,7 +16,7 @@ void ErrorFeedback::StartCall() {
   }
 }
 
-Result ErrorFeedback::Take(uint64_t count, ncclDataType_t dtype, size_t bytes, Slot* slot) {
+Result StepSlots::Take(uint64_t count, ncclDataType_t dtype, size_t bytes, Slot* slot) {
   *slot = Slot{};
   StartCall();
   const size_t index = next_++;
@@ -53,7 +53,7 @@ Result ErrorFeedback::Take(uint64_t count, ncclDataType_t dtype, size_t bytes, S
   return ncclSuccess;
 }
 
-void ErrorFeedback::Written(const Slot& slot) {
+void StepSlots::Written(const Slot& slot) {
   if (slot.lease != nullptr && slot.index < entries_.size()) entries_[slot.index].written = true;
 }
 
