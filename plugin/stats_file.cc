@@ -37,7 +37,9 @@ nlohmann::json CommunicatorJson(const CommStatsRow& row) {
                          {"hpz_verify_failures", stats.hpz_verify_failures},
                          {"host_waits", stats.host_waits},
                          {"qgz_ef_calls", stats.qgz_ef_calls},
-                         {"qgz_ef_without", stats.qgz_ef_without}};
+                         {"qgz_ef_without", stats.qgz_ef_without},
+                         {"qwz_delta_calls", stats.qwz_delta_calls},
+                         {"qwz_delta_full", stats.qwz_delta_full}};
   for (int path = 0; path < zppNumPaths; ++path) {
     comm["calls"][kPathNames[path]] = stats.calls[path];
     comm["input_bytes"][kPathNames[path]] = stats.input_bytes[path];

@@ -81,7 +81,8 @@ def summarize(files):
              "calls": {path: 0 for path, _ in PATHS}, "input_bytes": {path: 0 for path, _ in PATHS},
              "pass_through": {}, "pass_through_calls": 0, "off_node_bytes": 0,
              "plain_off_node_bytes": 0, "hpz_hits": 0, "hpz_misses": 0,
-             "hpz_verify_failures": 0, "qgz_ef_calls": 0, "qgz_ef_without": 0, "settings": files[0]["settings"] if files else {}}
+             "hpz_verify_failures": 0, "qgz_ef_calls": 0, "qgz_ef_without": 0, "qwz_delta_calls": 0,
+             "qwz_delta_full": 0, "settings": files[0]["settings"] if files else {}}
     ranks = set()
     for file in files:
         for comm in file["communicators"]:
@@ -98,7 +99,7 @@ def summarize(files):
             total["plain_off_node_bytes"] += comm["plain_off_node_bytes"]
             for key in ("hpz_hits", "hpz_misses", "hpz_verify_failures"):
                 total[key] += comm[key]
-            for key in ("qgz_ef_calls", "qgz_ef_without"):
+            for key in ("qgz_ef_calls", "qgz_ef_without", "qwz_delta_calls", "qwz_delta_full"):
                 total[key] += comm.get(key, 0)
     total["ranks"] = max((nranks for nranks, _ in ranks), default=0)
     all_calls = sum(total["calls"].values()) + total["pass_through_calls"]
@@ -147,6 +148,10 @@ def table(total):
     if total["qgz_ef_calls"] + total["qgz_ef_without"]:
         lines.append(f"  qgZ error feedback: {total['qgz_ef_calls']} calls kept their residual, "
                      f"{total['qgz_ef_without']} ran without (past ZPP_EF_MAX_MB)")
+    if total["qwz_delta_calls"] + total["qwz_delta_full"]:
+        lines.append(f"  qwZ deltas: {total['qwz_delta_calls']} weight gathers sent a delta, "
+                     f"{total['qwz_delta_full']} sent in full (first step, changed pattern, "
+                     f"refresh)")
     if total["hint"]:
         lines.append(f"  hint: {total['hint']}")
     return "\n".join(lines)

@@ -103,6 +103,11 @@ typedef struct {
    * those that ran without one (past ZPP_EF_MAX_MB, or the pool had no room). */
   uint64_t qgz_ef_calls;
   uint64_t qgz_ef_without;
+  /* ZPP_QWZ_DELTA: weight all-gathers whose inter-node stage sent a delta against the kept
+   * reference, and those that sent in full (no reference yet or kept, a changed pattern, the
+   * refresh, or after a verification failure). */
+  uint64_t qwz_delta_calls;
+  uint64_t qwz_delta_full;
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

@@ -180,6 +180,20 @@ class Backend {
       std::span<std::byte> /*residuals*/, Stream& /*stream*/) {
     return ncclInvalidUsage;
   }
+  // qwZ's weight deltas (ZPP_QWZ_DELTA, codec/weight_delta.h): the same arrangement as error
+  // feedback. `failures` is device memory the host reads later (hpZ's verification counter).
+  virtual bool SupportsWeightDeltas() const { return false; }
+  virtual Result EncodeDelta(codec::ConstTensorView /*weights*/,
+                             codec::ConstTensorView /*reference*/, const codec::Format& /*format*/,
+                             std::span<std::byte> /*message*/, Stream& /*stream*/) {
+    return ncclInvalidUsage;
+  }
+  virtual Result ApplyDeltaBatch(std::span<const std::byte> /*messages*/, size_t /*stride*/,
+                                 uint32_t /*items*/, size_t /*count*/,
+                                 const codec::Format& /*format*/, codec::TensorView /*reference*/,
+                                 uint32_t* /*failures*/, Stream& /*stream*/) {
+    return ncclInvalidUsage;
+  }
   // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.
   virtual Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                            const codec::BatchMap& map, Stream& stream) = 0;

@@ -43,16 +43,14 @@ size_t SecondaryPartitionBytes(const Backend& backend, const plan::Plan& plan,
   return ContributionBytes(plan, args) * backend.GroupSize(GroupKind::kInterNode);
 }
 
-namespace {
-
-// The intra-node stage's receive area: every local rank's secondary partition.
-size_t GatheredBytes(const Backend& backend, const plan::Plan& plan, const AllGatherArgs& args) {
+size_t IntraNodeGatheredBytes(const Backend& backend, const plan::Plan& plan,
+                              const AllGatherArgs& args) {
   return SecondaryPartitionBytes(backend, plan, args) * backend.GroupSize(GroupKind::kIntraNode);
 }
 
-// The intra-node stage into `gathered` (GatheredBytes), then every shard into the output.
-Result IntraNodeAllGather(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
-                          const std::byte* secondary, std::byte* gathered) {
+// The intra-node stage into `gathered`, then every shard into the output.
+Result RunIntraNodeStage(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                         const std::byte* secondary, std::byte* gathered) {
   Backend& backend = context.backend;
   const size_t contribution = ContributionBytes(plan, args);
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
@@ -80,8 +78,6 @@ Result IntraNodeAllGather(PlanContext& context, const plan::Plan& plan, const Al
                            contribution, places, context.stream);
 }
 
-}  // namespace
-
 Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
                                 const AllGatherArgs& args, std::byte* secondary) {
   Backend& backend = context.backend;
@@ -93,7 +89,7 @@ Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
   std::byte* piece = nullptr;
   std::byte* gathered = nullptr;
   if (plan.bits_inter != 0) ZPP_CHECK(staging.Take(contribution, &piece));
-  ZPP_CHECK(staging.Take(GatheredBytes(backend, plan, args), &gathered));
+  ZPP_CHECK(staging.Take(IntraNodeGatheredBytes(backend, plan, args), &gathered));
   if (plan.bits_inter != 0) {
     ZPP_CHECK(backend.Quantize({args.send, args.dtype, args.count}, WeightFormat(plan),
                                codec::Rounding{}, {piece, contribution}, context.stream));
@@ -101,7 +97,7 @@ Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
   }
   ZPP_CHECK(
       backend.AllGather(mine, secondary, contribution, GroupKind::kInterNode, context.stream));
-  ZPP_CHECK(IntraNodeAllGather(context, plan, args, secondary, gathered));
+  ZPP_CHECK(RunIntraNodeStage(context, plan, args, secondary, gathered));
   return staging.Finish();
 }
 
@@ -109,8 +105,8 @@ Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
                              const AllGatherArgs& args, const std::byte* secondary) {
   Staging staging(context);
   std::byte* gathered = nullptr;
-  ZPP_CHECK(staging.Take(GatheredBytes(context.backend, plan, args), &gathered));
-  ZPP_CHECK(IntraNodeAllGather(context, plan, args, secondary, gathered));
+  ZPP_CHECK(staging.Take(IntraNodeGatheredBytes(context.backend, plan, args), &gathered));
+  ZPP_CHECK(RunIntraNodeStage(context, plan, args, secondary, gathered));
   return staging.Finish();
 }
 

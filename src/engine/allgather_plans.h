@@ -24,6 +24,13 @@ Result RunHierarchicalAllGather(PlanContext& context, const plan::Plan& plan,
 Result RunIntraNodeAllGather(PlanContext& context, const plan::Plan& plan,
                              const AllGatherArgs& args, const std::byte* secondary);
 
+// The intra-node stage's receive area (every local rank's secondary partition), and the stage
+// itself into it, for plans that take all their buffers before the inter-node stage.
+size_t IntraNodeGatheredBytes(const Backend& backend, const plan::Plan& plan,
+                              const AllGatherArgs& args);
+Result RunIntraNodeStage(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                         const std::byte* secondary, std::byte* gathered);
+
 // Bytes of the secondary partition for this plan and call.
 size_t SecondaryPartitionBytes(const Backend& backend, const plan::Plan& plan,
                                const AllGatherArgs& args);

@@ -17,10 +17,13 @@ struct Agreed {
   const char* name;
   int64_t Config::*value;
 };
-constexpr std::array<Agreed, 13> kAgreed = {{
+constexpr std::array<Agreed, 16> kAgreed = {{
     {"ZPP_QWZ", &Config::qwz},
     {"ZPP_QWZ_BITS", &Config::qwz_bits},
     {"ZPP_QWZ_ROTATE", &Config::qwz_rotate},
+    {"ZPP_QWZ_DELTA", &Config::qwz_delta},  // a delta and a full send differ in size
+    {"ZPP_QWZ_DELTA_BITS", &Config::qwz_delta_bits},
+    {"ZPP_QWZ_DELTA_REFRESH", &Config::qwz_delta_refresh},
     {"ZPP_HPZ", &Config::hpz},
     {"ZPP_QGZ", &Config::qgz},
     {"ZPP_QGZ_BITS_INTRA", &Config::qgz_bits_intra},

@@ -20,15 +20,35 @@ EngineOptions OptionsFrom(const Config& config) {
   options.pool_bytes = static_cast<uint64_t>(config.pool_mb) << 20;
   options.qgz_ef = config.qgz_ef != 0;
   options.ef_max_bytes = static_cast<uint64_t>(config.ef_max_mb) << 20;
+  options.delta_refresh = static_cast<uint64_t>(config.qwz_delta_refresh);
   options.tune = config.tune != 0;
   return options;
 }
+
+namespace {
+
+// The settings this backend can run: qwZ deltas need its delta codec (the CPU backend's so far);
+// without it the kept partitions hold pieces as with plain qwZ + hpZ.
+plan::Settings RunnableSettings(plan::Settings settings, const Backend& backend) {
+  if (settings.qwz_delta && !backend.SupportsWeightDeltas()) {
+    settings.qwz_delta = false;
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      ZPP_WARN(
+          "ZPP_QWZ_DELTA=1: weight deltas run on the CPU backend only so far (their CUDA kernels "
+          "are not written): weight all-gathers send in full here");
+    });
+  }
+  return settings;
+}
+
+}  // namespace
 
 Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
                StatsCounters& stats, std::unique_ptr<BufferPool> pool)
     : backend_(backend),
       shape_(shape),
-      settings_(options.settings),
+      settings_(RunnableSettings(options.settings, backend)),
       tuning_(options.tuning),
       pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
@@ -37,6 +57,11 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };
   if (settings_.hpz && shape_.hierarchical_allowed) {
     hpz_ = std::make_unique<HpzCache>(backend_, options.hpz_max_bytes, stats_, epoch);
+    if (settings_.qwz_delta) {
+      deltas_ = std::make_unique<WeightDeltas>(*pool_, options.hpz_max_bytes, options.delta_refresh,
+                                               stats_, epoch);
+      hpz_->set_weight_deltas(deltas_.get());
+    }
   }
   if (options.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
     if (backend_.SupportsErrorFeedback()) {

@@ -9,8 +9,8 @@
 
 #include "backend/backend.h"
 #include "engine/collective_args.h"
-#include "engine/step_slots.h"
 #include "engine/hpz_cache.h"
+#include "engine/step_slots.h"
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
 #include "stats/stats.h"
@@ -29,6 +29,7 @@ struct EngineOptions {
   uint64_t pool_bytes = uint64_t{2} << 30;      // ZPP_POOL_MB: what set-up reserves
   bool qgz_ef = false;                          // ZPP_QGZ_EF
   uint64_t ef_max_bytes = uint64_t{256} << 20;  // ZPP_EF_MAX_MB
+  uint64_t delta_refresh = 100;                 // ZPP_QWZ_DELTA_REFRESH
   // The step epoch; by default the process's (zppStepEpochAdvance).
   std::function<uint64_t()> epoch;
   bool tune = false;  // ZPP_TUNE=auto: set-up calibrates and fills `tuning`
@@ -83,6 +84,8 @@ class Engine {
   Result UsesEnded(bool* ended);
   const HpzCache* hpz() const { return hpz_.get(); }
   const StepSlots* feedback() const { return feedback_.get(); }
+  const WeightDeltas* deltas() const { return deltas_.get(); }
+  WeightDeltas* deltas_for_testing() { return deltas_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {
     if (hpz_) hpz_->PollFailures();
@@ -107,8 +110,9 @@ class Engine {
   std::unique_ptr<BufferPool> pool_;
   StatsCounters& stats_;
   bool warned_short_ = false;
-  std::unique_ptr<HpzCache> hpz_;            // with hpZ on a hierarchy
-  std::unique_ptr<StepSlots> feedback_;  // ZPP_QGZ_EF, where the backend has it
+  std::unique_ptr<HpzCache> hpz_;         // with hpZ on a hierarchy
+  std::unique_ptr<StepSlots> feedback_;   // ZPP_QGZ_EF, where the backend has it
+  std::unique_ptr<WeightDeltas> deltas_;  // ZPP_QWZ_DELTA, with hpz_, where the backend has it
 };
 
 }  // namespace zpp::engine

@@ -91,12 +91,15 @@ void HpzCache::PollFailures() {
   stats_.AddHpzVerifyFailures(fresh);
   failures_reported_ = now;
   ZPP_WARN(
-      "hpZ: %u all-gather(s) found this rank's shard equal to none of the secondary partitions "
-      "kept in this step epoch (weights updated between two gathers of a layer without "
-      "zppStepEpochAdvance, or a layer not gathered earlier in the epoch where the agreed pattern "
-      "reuses one); this rank sent NaN in their intra-node gathers, so outputs on its node hold "
-      "NaN, and reuse goes off on every rank",
-      fresh);
+      "hpZ: %u check(s) failed on this rank: an all-gather found this rank's shard equal to none "
+      "of the secondary partitions kept in this step epoch (weights updated between two gathers "
+      "of a layer without zppStepEpochAdvance, or a layer not gathered earlier in the epoch where "
+      "the agreed pattern reuses one)%s; the outputs on its node hold NaN, and reuse goes off on "
+      "every rank",
+      fresh,
+      deltas_ != nullptr ? ", or a weight delta (ZPP_QWZ_DELTA) was taken against a reference "
+                           "that this rank's copy differs from (deltas go off too)"
+                         : "");
 }
 
 HpzCache::AgreedPattern HpzCache::BuildAgreed(const std::vector<int32_t>& pattern) const {
@@ -172,8 +175,11 @@ Result HpzCache::HarvestAgreement() {
         "after the secondary partition a later gather reused was filled (is zppStepEpochAdvance "
         "called after every optimizer step?). Those ranks' outputs were NaN; other ranks received "
         "their old shards in those gathers. Secondary partitions will not be reused on this "
-        "communicator",
-        static_cast<unsigned long long>(failures), epoch, failing_ranks.c_str());
+        "communicator%s",
+        static_cast<unsigned long long>(failures), epoch, failing_ranks.c_str(),
+        deltas_ != nullptr ? "; weight deltas (ZPP_QWZ_DELTA) stop too: every gather sends in "
+                             "full (a failure may also be a delta whose reference differed)"
+                           : "");
     return ncclSuccess;
   }
   if (!other_choices.empty()) {
@@ -453,7 +459,12 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   } else {
     ZPP_CHECK(staging.Take(secondary_bytes, &area));
   }
-  ZPP_CHECK(RunHierarchicalAllGather(context, *plan, args, area));
+  if (plan->delta_bits != 0 && deltas_ != nullptr) {
+    ZPP_CHECK(deltas_->RunFill(context, *plan, args, !disabled_,
+                               Counters() + codec::kHpzFailuresCounter, area));
+  } else {
+    ZPP_CHECK(RunHierarchicalAllGather(context, *plan, args, area));
+  }
   stats_.AddHpzMiss();
   if (entry.lease) {
     ZPP_CHECK(entry.lease.fence().EndWrite(stream));

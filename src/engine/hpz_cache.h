@@ -82,6 +82,7 @@
 
 #include "engine/collective_args.h"
 #include "engine/plan_context.h"
+#include "engine/weight_deltas.h"
 #include "fence/buffer_pool.h"
 #include "plan/plan.h"
 #include "stats/stats.h"
@@ -123,6 +124,10 @@ class HpzCache {
   bool reuse_disabled() const { return disabled_; }
   uint64_t kept_bytes() const;
 
+  // ZPP_QWZ_DELTA: the fills of delta plans run through `deltas` (engine/weight_deltas.h), which
+  // count their verification failures with the hits' and stop when reuse is off.
+  void set_weight_deltas(WeightDeltas* deltas) { deltas_ = deltas; }
+
  private:
   struct CallShape {
     uint64_t count = 0;
@@ -159,6 +164,7 @@ class HpzCache {
   const uint64_t max_bytes_;
   StatsCounters& stats_;
   std::function<uint64_t()> epoch_source_;
+  WeightDeltas* deltas_ = nullptr;
 
   // This epoch.
   bool started_ = false;

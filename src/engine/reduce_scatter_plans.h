@@ -3,8 +3,8 @@
 #pragma once
 
 #include "engine/collective_args.h"
-#include "engine/step_slots.h"
 #include "engine/plan_context.h"
+#include "engine/step_slots.h"
 #include "plan/plan.h"
 
 namespace zpp::engine {

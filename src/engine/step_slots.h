@@ -39,6 +39,10 @@ class StepSlots {
   void Written(const Slot& slot);
 
   uint64_t kept_bytes() const { return kept_bytes_; }
+  // The state kept at a place (null when none), for tests that damage it.
+  BufferLease* LeaseAtForTesting(size_t place) {
+    return place < entries_.size() && entries_[place].lease ? &entries_[place].lease : nullptr;
+  }
 
  private:
   struct Entry {

@@ -43,6 +43,8 @@ struct Settings {
   bool qwz = false;
   int qwz_bits = 8;
   bool qwz_rotate = false;
+  bool qwz_delta = false;  // with hpZ: the inter-node stage sends deltas (engine/weight_deltas.h)
+  int qwz_delta_bits = 4;
   bool hpz = false;
   bool qgz = false;
   int qgz_bits_intra = 8;
@@ -78,6 +80,10 @@ struct Plan {
   int bits_inter = 0;
   int block = 0;
   bool rotate = false;  // qwZ pieces: Hadamard-rotated before quantizing (same size)
+  // Delta plans (ZPP_QWZ_DELTA): the kept partition holds the references (bits_inter 0); the
+  // inter-node stage sends a delta at delta_bits, or a full send at send_bits (0: exact).
+  int delta_bits = 0;
+  int send_bits = 0;
   // Bytes one rank sends off its node for this call (the busiest rank where nodes differ),
   // under this plan and under plain NCCL's ring, so that no plan moves more than plain.
   uint64_t off_node_bytes = 0;

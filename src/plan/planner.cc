@@ -35,6 +35,12 @@ Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, cons
   plan.rotate = s.qwz && s.qwz_rotate;
   if (s.hpz && shape.hierarchical_allowed) {
     plan.bits_inter = s.qwz ? s.qwz_bits : 0;  // the kept partition holds pieces with qwZ
+    if (s.qwz_delta) {
+      // The kept partition holds the references, in the weights' dtype.
+      plan.delta_bits = s.qwz_delta_bits;
+      plan.send_bits = plan.bits_inter;
+      plan.bits_inter = 0;
+    }
     if (hpz.hit) {
       plan.kind = PlanKind::kHpzHitAllGather;
       plan.off_node_bytes = 0;
@@ -158,6 +164,8 @@ Settings SettingsFrom(const Config& config) {
   s.qwz = config.qwz != 0;
   s.qwz_bits = static_cast<int>(config.qwz_bits);
   s.qwz_rotate = config.qwz_rotate != 0;
+  s.qwz_delta = config.qwz_delta != 0;
+  s.qwz_delta_bits = static_cast<int>(config.qwz_delta_bits);
   s.hpz = config.hpz != 0;
   s.qgz = config.qgz != 0;
   s.qgz_bits_intra = static_cast<int>(config.qgz_bits_intra);

@@ -12,6 +12,7 @@
 #include "codec/element_io.h"
 #include "codec/hpz_select.h"
 #include "codec/reuse_pattern.h"
+#include "codec/weight_delta.h"
 
 namespace zpp::sim {
 namespace {
@@ -341,6 +342,32 @@ Result SimBackend::DequantizeReduceRequantizeFeedbackBatch(
     return codec::DequantizeReduceRequantizeFeedbackBatch(pieces, batch, count, format, out_format,
                                                           rounding, out_pieces, residual_format,
                                                           residual_valid, residuals);
+  });
+}
+
+Result SimBackend::EncodeDelta(codec::ConstTensorView weights, codec::ConstTensorView reference,
+                               const codec::Format& format, std::span<std::byte> message,
+                               Stream& stream) {
+  const size_t element = codec::ElementBytes(weights.dtype);
+  Uses(stream, "EncodeDelta",
+       {{weights.data, weights.count * element, false},
+        {reference.data, reference.count * element, false},
+        {message.data(), message.size(), true}});
+  return LaunchChecked(stream, [=] {
+    return codec::EncodeDelta(weights, reference, format, codec::Rounding{}, message);
+  });
+}
+
+Result SimBackend::ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride,
+                                   uint32_t items, size_t count, const codec::Format& format,
+                                   codec::TensorView reference, uint32_t* failures,
+                                   Stream& stream) {
+  Uses(stream, "ApplyDeltaBatch",
+       {{messages.data(), messages.size(), false},
+        {reference.data, reference.count * codec::ElementBytes(reference.dtype), true},
+        {failures, sizeof(uint32_t), true}});
+  return LaunchChecked(stream, [=] {
+    return codec::ApplyDeltaBatch(messages, stride, items, count, format, reference, failures);
   });
 }
 

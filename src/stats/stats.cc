@@ -82,6 +82,13 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   out->plain_off_node_bytes = plain_off_node_bytes_.load(std::memory_order_relaxed);
   out->qgz_ef_calls = qgz_ef_calls_.load(std::memory_order_relaxed);
   out->qgz_ef_without = qgz_ef_without_.load(std::memory_order_relaxed);
+  out->qwz_delta_calls = qwz_delta_calls_.load(std::memory_order_relaxed);
+  out->qwz_delta_full = qwz_delta_full_.load(std::memory_order_relaxed);
+}
+
+void StatsCounters::AddDeltaSend(bool delta) {
+  (delta ? qwz_delta_calls_ : qwz_delta_full_).fetch_add(1, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddDeltaSend(delta);
 }
 
 void StatsCounters::AddFeedback(bool kept) {

@@ -35,6 +35,8 @@ class StatsCounters {
   void AddPlainOffNode(uint64_t bytes);
   // A qgZ call under ZPP_QGZ_EF: with its residual kept, or without.
   void AddFeedback(bool kept);
+  // A weight all-gather under ZPP_QWZ_DELTA sent a delta, or in full.
+  void AddDeltaSend(bool delta);
 
   // Fills every field but step_epoch.
   void Snapshot(zppStats_t* out) const;
@@ -56,6 +58,8 @@ class StatsCounters {
   std::atomic<uint64_t> plain_off_node_bytes_{0};
   std::atomic<uint64_t> qgz_ef_calls_{0};
   std::atomic<uint64_t> qgz_ef_without_{0};
+  std::atomic<uint64_t> qwz_delta_calls_{0};
+  std::atomic<uint64_t> qwz_delta_full_{0};
   StatsCounters* const parent_;
 };
 

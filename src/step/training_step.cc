@@ -58,6 +58,14 @@ namespace {
 
 bool Selects(int selector, int rank) { return selector == kAllRanks || selector == rank; }
 
+// Weight() as an optimizer moves it: step 0's, plus step_update x a value in [-1, 1] per step.
+float UpdatedWeight(const TrainingSpec& spec, int rank, size_t layer, int step, size_t i) {
+  if (spec.step_update == 0) return Weight(rank, layer, step, i);
+  float value = Weight(rank, layer, 0, i);
+  for (int s = 1; s <= step; ++s) value += spec.step_update * Weight(rank, layer, s, i);
+  return value;
+}
+
 // The value of element i of `rank`'s shard of `layer` in `step`, as the replay sets it.
 float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, size_t i,
                  bool tampered) {
@@ -66,7 +74,7 @@ float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, siz
   const bool twin = layer + 1 == spec.layer_counts.size() && layer != 0 &&
                     Selects(spec.twin_rank, rank) && count == spec.layer_counts[0] &&
                     (spec.twin_step < 0 || step == spec.twin_step);
-  return Weight(rank, twin ? 0 : layer, step, i);
+  return UpdatedWeight(spec, rank, twin ? 0 : layer, step, i);
 }
 
 uint64_t Mix(uint64_t h, uint64_t v) {
@@ -106,6 +114,8 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   std::string first_order_violation;
   std::atomic<size_t> allocator_blocks{0};
   ErrorSum weights, gradients;
+  std::vector<ErrorSum> step_weights(spec.steps);
+  std::atomic<uint64_t> delta_calls{0}, delta_full{0};
   sim::SimWorld world(spec.layout);
   world.RunRanks([&](sim::SimBackend& backend) {
     const int rank = backend.rank();
@@ -207,6 +217,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       }
       if (stale) ++result.stale_outputs_per_rank[rank];
       weights.Add(e, r);
+      step_weights[step].Add(e, r);
     };
 
     auto reduce_scatter = [&](size_t l) {
@@ -243,6 +254,15 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
 
     for (step = 0; step < spec.steps; ++step) {
       tampered = false;
+      if (rank == spec.damage_reference_rank && step == spec.damage_reference_step) {
+        const int nodes = backend.GroupSize(GroupKind::kInterNode);
+        const int other = (backend.GroupRank(GroupKind::kInterNode) + 1) % nodes;
+        engine::WeightDeltas* deltas = engine.deltas_for_testing();
+        if (deltas == nullptr ||
+            !deltas->DamageReferenceForTesting(0, other * spec.layer_counts[0] * element)) {
+          ++failures;  // the test expected a reference there
+        }
+      }
       for (size_t l = 0; l < layers; ++l) {
         std::vector<float> values(spec.layer_counts[l]);
         for (size_t i = 0; i < values.size(); ++i)
@@ -290,6 +310,8 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     stats.Snapshot(&snapshot);
     hits += snapshot.hpz_hits;
     failures_reported += snapshot.hpz_verify_failures;
+    delta_calls += snapshot.qwz_delta_calls;
+    delta_full += snapshot.qwz_delta_full;
     kept_peaks[rank] = snapshot.hpz_kept_bytes_peak;
     const sim::StreamOrderChecker& order = *backend.stream_order();
     order_violations += order.violation_count();
@@ -309,8 +331,13 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     result.stale_outputs += result.stale_outputs_per_rank[r];
     result.output_digest = Mix(result.output_digest, digests[r]);
   }
+  result.ranks_gathered_alike =
+      std::all_of(digests.begin(), digests.end(), [&](uint64_t d) { return d == digests[0]; });
   result.weight_rel_l2 = weights.Relative();
   result.gradient_rel_l2 = gradients.Relative();
+  for (const ErrorSum& sum : step_weights) result.weight_rel_l2_per_step.push_back(sum.Relative());
+  result.delta_calls = delta_calls;
+  result.delta_full = delta_full;
   result.hits = hits;
   result.verify_failures = failures_reported;
   result.hpz_kept_bytes_peak = *std::max_element(kept_peaks.begin(), kept_peaks.end());

@@ -31,7 +31,14 @@ struct TrainingSpec {
   plan::Settings settings;
   std::vector<size_t> layer_counts;  // elements of each layer's shard, per rank
   ncclDataType_t dtype = ncclBfloat16;
-  int steps = 5;                      // optimizer steps, one step epoch each
+  int steps = 5;  // optimizer steps, one step epoch each
+  // 0: every step's weights are new. Otherwise an optimizer's updates: each step changes every
+  // weight by at most this much from the last step's (a bounded random walk from step 0's).
+  float step_update = 0;
+  // This rank's reference of the first delta-coded gather (place 0) is damaged before this step:
+  // one byte of its copy of the shard of the node after its own (ZPP_QWZ_DELTA).
+  int damage_reference_rank = -1;
+  int damage_reference_step = -1;
   int micro_batches = 1;              // forward + backward passes per optimizer step
   int advance_epoch_steps = 1 << 30;  // advance the epoch after this many steps only
   InputBuffers buffers = InputBuffers::kDedicated;
@@ -73,18 +80,22 @@ struct TrainingResult {
   uint64_t hits = 0;                    // over all ranks
   std::vector<uint64_t> hits_per_step;  // over all ranks
   uint64_t verify_failures = 0;         // reported in the stats, all ranks
-  uint64_t hpz_kept_bytes_peak = 0;     // most secondary bytes one rank kept at once
-  int backward_mismatches = 0;          // later outputs not bitwise the step's first (non-NaN)
-  int nan_outputs = 0;                  // all-gather outputs holding NaN
+  uint64_t delta_calls = 0;             // weight gathers that sent a delta, all ranks
+  uint64_t delta_full = 0;              // delta plans' gathers that sent in full, all ranks
+  std::vector<double> weight_rel_l2_per_step;  // gathered weights' error, all ranks, per step
+  uint64_t hpz_kept_bytes_peak = 0;            // most secondary bytes one rank kept at once
+  int backward_mismatches = 0;  // later outputs not bitwise the step's first (non-NaN)
+  int nan_outputs = 0;          // all-gather outputs holding NaN
   std::vector<int> nan_outputs_per_rank;
   // Outputs without NaN holding some rank's shard as it was before that rank changed it
   // (lossless plans only: compared with the exact current weights).
   int stale_outputs = 0;
   std::vector<int> stale_outputs_per_rank;
-  uint64_t output_digest = 0;      // fingerprint of every rank's all-gather outputs, in order
-  int failures = 0;                // non-success results
-  uint64_t engine_host_syncs = 0;  // host waits zpp made, all ranks (hpZ: one per epoch)
-  uint64_t stats_host_waits = 0;   // what zppStats_t::host_waits says of them, all ranks
+  uint64_t output_digest = 0;         // fingerprint of every rank's all-gather outputs, in order
+  bool ranks_gathered_alike = false;  // every rank's outputs, call by call, bitwise the same
+  int failures = 0;                   // non-success results
+  uint64_t engine_host_syncs = 0;     // host waits zpp made, all ranks (hpZ: one per epoch)
+  uint64_t stats_host_waits = 0;      // what zppStats_t::host_waits says of them, all ranks
   // Device accesses to zpp's memory not ordered on the device (sim/stream_order_checker.h).
   size_t stream_order_violations = 0;
   std::string first_stream_order_violation;

@@ -1,7 +1,5 @@
 // qgZ's error feedback (issue 26, item 2) on the simulated cluster: the residual of a call's
 // inter-node requantization reaches the same call in the next step and nowhere else.
-#include "engine/step_slots.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/step_slots.h"
 #include "sim/cluster_layout.h"
 #include "sim/sim_backend.h"
 #include "sim/sim_world.h"

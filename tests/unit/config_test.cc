@@ -164,6 +164,16 @@ std::vector<Case> AllCases() {
       {"ZPP_EF_MAX_MB", "1G", "256", true},
   });
   add(BoolCases("ZPP_QGZ_EF", "0"));
+  add(BoolCases("ZPP_QWZ_DELTA", "0"));
+  add(BitsCases("ZPP_QWZ_DELTA_BITS", "4", true));
+  add({
+      {"ZPP_QWZ_DELTA_REFRESH", "0", "0", false},
+      {"ZPP_QWZ_DELTA_REFRESH", "10", "10", false},
+      {"ZPP_QWZ_DELTA_REFRESH", "", "100", false},
+      {"ZPP_QWZ_DELTA_REFRESH", "-1", "100", true},
+      {"ZPP_QWZ_DELTA_REFRESH", "1000000001", "100", true},
+      {"ZPP_QWZ_DELTA_REFRESH", "ten", "100", true},
+  });
   add({
       {"ZPP_POOL_MB", "0", "0", false},
       {"ZPP_POOL_MB", "512", "512", false},

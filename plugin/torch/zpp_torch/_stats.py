@@ -22,6 +22,8 @@ class Stats(ctypes.Structure):
         ("plain_off_node_bytes", ctypes.c_uint64),
         ("qgz_ef_calls", ctypes.c_uint64),
         ("qgz_ef_without", ctypes.c_uint64),
+        ("qwz_delta_calls", ctypes.c_uint64),
+        ("qwz_delta_full", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -46,6 +48,8 @@ class Stats(ctypes.Structure):
             "plain_off_node_bytes": self.plain_off_node_bytes,
             "qgz_ef_calls": self.qgz_ef_calls,
             "qgz_ef_without": self.qgz_ef_without,
+            "qwz_delta_calls": self.qwz_delta_calls,
+            "qwz_delta_full": self.qwz_delta_full,
         }
 
 
