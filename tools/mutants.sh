@@ -534,6 +534,36 @@ mutant ef-written-marks-valid src/engine/engine.cc \
   '      if (result == ncclSuccess) feedback_->Written(slot);' \
   '' \
   "zpp_sim_qgz_tests=ErrorFeedback*"
+# Issue 26, item 2: 2-bit gradients are read back as written (three levels, sign included).
+mutant int2-sign-extends kernels/block_math.h \
+  'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>((pair & 0x3u) ^ 2u) - 2; }' \
+  'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>(pair & 0x3u); }' \
+  "zpp_codec_tests=FormatTest.*:AccuracyTest.*Int2*"
+# Issue 26, item 1: qwZ deltas. A receiver checks the sender's reference before applying (a
+# reference that drifted is loud); the sender's reference is the bits everyone applied, never its
+# exact weights (sender and receiver arithmetic the same); a missing or fresh reference means a
+# full send (a changed pattern never gets another layer's reference); the refresh sends in full;
+# deltas stop once hpZ's agreed state has turned reuse off.
+mutant delta-fingerprint-checked src/codec/weight_delta.cc \
+  '    if (sent != held) {' \
+  '    if (false) {' \
+  "zpp_codec_tests=WeightDelta* zpp_sim_delta_tests=*Drifts*"
+mutant delta-sender-same-arithmetic src/engine/weight_deltas.cc \
+  '  if (result == ncclSuccess && reference != secondary) {' \
+  $'  if (result == ncclSuccess && delta) {\n    result = backend.Memcpy(reference + shard * node, args.send, shard, stream);\n  }\n  if (result == ncclSuccess && reference != secondary) {' \
+  "zpp_sim_delta_tests=*"
+mutant delta-needs-its-reference src/engine/weight_deltas.cc \
+  '  const bool delta = allowed && slot.lease != nullptr && slot.valid && !refresh;' \
+  '  const bool delta = allowed && slot.lease != nullptr && !refresh;' \
+  "zpp_sim_delta_tests=*ChangedPattern*:*Second*"
+mutant delta-refresh-full src/engine/weight_deltas.cc \
+  '  const bool refresh = refresh_ != 0 && epoch_() % refresh_ == 0;' \
+  '  const bool refresh = false;' \
+  "zpp_sim_delta_tests=*Refresh*"
+mutant delta-stops-when-reuse-off src/engine/hpz_cache.cc \
+  '    ZPP_CHECK(deltas_->RunFill(context, *plan, args, !disabled_,' \
+  '    ZPP_CHECK(deltas_->RunFill(context, *plan, args, true,' \
+  "zpp_sim_delta_tests=*Drifts*"
 # Issue 29, item 2: on one node the lossy techniques pass through unless forced (both plans).
 mutant plan-lossy-off-on-one-node src/plan/planner.cc \
   '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);' \

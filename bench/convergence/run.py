@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 
+DEFAULT_SEED = 1234  # bench/fsdp/gpt_text.py's --seed default
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 TRAIN = {"fsdp2": os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py"),
@@ -57,7 +58,25 @@ MODES = {
     "zero++": (["--preset", "zero++"], {}),
     "int4": (["--qwz=4", "--hpz", "--qgz"],
              dict(INT4, ZPP_QGZ_BITS_INTRA="4", ZPP_QGZ_BITS_INTER="4")),
+    # Issue 26: error feedback for gradients (ZPP_QGZ_EF) and weight deltas (ZPP_QWZ_DELTA).
+    "int4+ef": (["--qwz=4", "--hpz", "--qgz"],
+                dict(INT4, ZPP_QGZ_BITS_INTRA="4", ZPP_QGZ_BITS_INTER="4", ZPP_QGZ_EF="1")),
+    "qgz8/2": (["--qgz"], {"ZPP_QGZ_BITS_INTRA": "8", "ZPP_QGZ_BITS_INTER": "2"}),
+    "qgz8/2+ef": (["--qgz"], {"ZPP_QGZ_BITS_INTRA": "8", "ZPP_QGZ_BITS_INTER": "2",
+                              "ZPP_QGZ_EF": "1"}),
+    "delta4": (["--qwz=8", "--hpz", "--qgz"],
+               {"ZPP_QWZ_DELTA": "1", "ZPP_QWZ_DELTA_BITS": "4", "ZPP_QGZ_BITS_INTRA": "8",
+                "ZPP_QGZ_BITS_INTER": "4"}),
+    "delta4+ef2": (["--qwz=8", "--hpz", "--qgz"],
+                   {"ZPP_QWZ_DELTA": "1", "ZPP_QWZ_DELTA_BITS": "4", "ZPP_QGZ_BITS_INTRA": "8",
+                    "ZPP_QGZ_BITS_INTER": "2", "ZPP_QGZ_EF": "1"}),
+    "delta2+ef2": (["--qwz=8", "--hpz", "--qgz"],
+                   {"ZPP_QWZ_DELTA": "1", "ZPP_QWZ_DELTA_BITS": "2", "ZPP_QGZ_BITS_INTRA": "8",
+                    "ZPP_QGZ_BITS_INTER": "2", "ZPP_QGZ_EF": "1"}),
 }
+# Plain again with other seeds (--plain-seeds): the spread of plain's final loss, next to which
+# every mode's difference from plain is read. Their runs are named plain@seed<k>.
+SEED_RUN = "plain@seed"
 # DeepSpeed's own techniques, without zpp (LOCAL: ranks per simulated node): train_zero3.py
 # flags per device; on the CPU, over gloo with the bytes counted.
 DEEPSPEED_OWN = {
@@ -82,7 +101,8 @@ STEADY_FROM = {"fsdp2": 2, "deepspeed": 3}
 # stale unseen), so against ds-hpz zpp's hpz may move these bytes more and no others.
 AGREEMENT_RECORD_BYTES = 16
 ZPP_VARIABLES = ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTRA",
-                 "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS", "ZPP_TUNE")
+                 "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS", "ZPP_TUNE",
+                 "ZPP_QGZ_EF", "ZPP_QWZ_DELTA", "ZPP_QWZ_DELTA_BITS", "ZPP_QWZ_DELTA_REFRESH")
 
 
 def parse(argv):
@@ -97,6 +117,9 @@ def parse(argv):
                         help=f"comma list of {', '.join(list(MODES) + list(DEEPSPEED_OWN))} "
                         "(ds-* for deepspeed only)")
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--plain-seeds", type=int, default=1,
+                        help="runs of plain with seeds 1234, 1235, ... (the spread of plain's "
+                        "final loss: summary.json's plain_seed_losses)")
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--local-size", type=int, default=2, help="ranks per simulated node")
     parser.add_argument("--device", choices=sorted(REFERENCE), default="cpu")
@@ -124,12 +147,20 @@ def slug(mode):
     return mode.replace("/", "-").replace("+", "p")
 
 
+def base_mode(mode):
+    """The MODES entry a run is of: plain@seed<k> is plain."""
+    return "plain" if mode.startswith(SEED_RUN) else mode
+
+
 def runs_of(args, framework):
-    """(mode, runnable) in order: the reference first, then zpp's modes, then DeepSpeed's own."""
+    """(mode, runnable) in order: the reference first, then zpp's modes (plain's other seeds right
+    after plain), then DeepSpeed's own."""
     runs = [] if args.no_reference else [(REFERENCE[args.device], True)]
     for mode in args.modes:
         if mode in MODES:
             runs.append((mode, True))
+            if mode == "plain":
+                runs += [(f"{SEED_RUN}{k}", True) for k in range(1, args.plain_seeds)]
         elif framework == "deepspeed":
             runs.append((mode, args.device in DEEPSPEED_OWN[mode]))
     return runs
@@ -147,6 +178,8 @@ def run_one(args, framework, mode):
                 str(args.steps), "--csv", csv_path] + args.train_args
     if args.device == "cuda":
         torchrun.append("--one-gpu")
+    if mode.startswith(SEED_RUN):
+        torchrun += ["--seed", str(DEFAULT_SEED + int(mode[len(SEED_RUN):]))]
     env = {k: v for k, v in os.environ.items() if k not in ZPP_VARIABLES}
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(args.build, "python")] + [p for p in env.get("PYTHONPATH", "").split(
@@ -165,7 +198,7 @@ def run_one(args, framework, mode):
                  for f in DEEPSPEED_OWN[mode][args.device]]
         command = torchrun + flags + (["--stats-dir", stats_dir] if counted else [])
     else:
-        flags, variables = MODES[mode]
+        flags, variables = MODES[base_mode(mode)]
         env.update(variables)
         command = [sys.executable, ZPP_RUN, "--lib", os.path.join(args.build, "lib", "libzpp.so")]
         backend = ["--backend", "zpp"] if args.device == "cpu" else []
@@ -351,7 +384,7 @@ def checks(summary):
         name = f"{framework} {mode}"
         if mode in DEEPSPEED_OWN:
             continue
-        flags = MODES[mode][0]
+        flags = MODES[base_mode(mode)][0]
         calls = entry["calls"]
         wants_gather = any(f.startswith(("--qwz", "--hpz")) for f in flags) or "--preset" in flags
         wants_scatter = "--qgz" in flags or "--preset" in flags
@@ -423,9 +456,14 @@ def run_framework(args, framework, summary, index, count):
     plain = curves.get("plain")
     ran = [e for e in summary["modes"] if e["framework"] == framework and not e.get("waits")]
     base = next((e for e in ran if e["mode"] == "plain"), None)
+    seeds = [e["final_loss"] for e in ran if base_mode(e["mode"]) == "plain"]
+    if len(seeds) > 1:
+        summary.setdefault("plain_seed_losses", {})[framework] = seeds
     for entry in ran:
         entry["delta_pct"] = (100 * (entry["final_loss"] - base["final_loss"]) /
                               base["final_loss"]) if base else 0.0
+        if len(seeds) > 1:
+            entry["within_plain_seed_spread"] = min(seeds) <= entry["final_loss"] <= max(seeds)
         if base and "inter_node_bytes_per_step" in entry and base["inter_node_bytes_per_step"]:
             entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
                                             base["inter_node_bytes_per_step"])
@@ -460,6 +498,10 @@ def main(argv):
         index = run_framework(args, framework, summary, index, count)
     summary["wall_seconds"] = time.monotonic() - started
     text = table(summary)
+    for framework, seeds in summary.get("plain_seed_losses", {}).items():
+        spread = 100 * (max(seeds) - min(seeds)) / min(seeds)
+        text += (f"\n{framework}: plain's final loss over {len(seeds)} seeds: "
+                 f"{min(seeds):.4f} to {max(seeds):.4f} (a spread of {spread:.3f}%)\n")
     with open(os.path.join(args.out, "table.md"), "w") as out:
         out.write(text)
     with open(os.path.join(args.out, "summary.json"), "w") as out:

@@ -128,7 +128,12 @@ int Main(int argc, char** argv) {
   if (!cli.step_models.empty()) {
     StepModeOptions step_options;
     step_options.models = cli.step_models;
-    step_options.configs = cli.step_configs.empty() ? step::StandardStepModes() : cli.step_configs;
+    step_options.configs = cli.step_configs;
+    if (step_options.configs.empty()) {
+      step_options.configs = step::StandardStepModes();
+      for (const std::string& mode : step::StatefulStepModes())
+        step_options.configs.push_back(mode);
+    }
     step_options.layout = runner_options.layout;
     step_options.base = BaseSettings(cli);
     step_options.base.min_bytes = 0;  // every unit through its plan, as the README's table

@@ -18,7 +18,6 @@ EngineOptions OptionsFrom(const Config& config) {
   options.fence_enabled = config.fence != 0;
   options.hpz_max_bytes = static_cast<uint64_t>(config.hpz_max_mb) << 20;
   options.pool_bytes = static_cast<uint64_t>(config.pool_mb) << 20;
-  options.qgz_ef = config.qgz_ef != 0;
   options.ef_max_bytes = static_cast<uint64_t>(config.ef_max_mb) << 20;
   options.delta_refresh = static_cast<uint64_t>(config.qwz_delta_refresh);
   options.tune = config.tune != 0;
@@ -63,7 +62,7 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
       hpz_->set_weight_deltas(deltas_.get());
     }
   }
-  if (options.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
+  if (settings_.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
     if (backend_.SupportsErrorFeedback()) {
       feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
     } else {

@@ -27,7 +27,6 @@ struct EngineOptions {
   bool fence_enabled = true;                    // ZPP_FENCE
   uint64_t hpz_max_bytes = uint64_t{1} << 30;   // ZPP_HPZ_MAX_MB
   uint64_t pool_bytes = uint64_t{2} << 30;      // ZPP_POOL_MB: what set-up reserves
-  bool qgz_ef = false;                          // ZPP_QGZ_EF
   uint64_t ef_max_bytes = uint64_t{256} << 20;  // ZPP_EF_MAX_MB
   uint64_t delta_refresh = 100;                 // ZPP_QWZ_DELTA_REFRESH
   // The step epoch; by default the process's (zppStepEpochAdvance).

@@ -49,6 +49,7 @@ struct Settings {
   bool qgz = false;
   int qgz_bits_intra = 8;
   int qgz_bits_inter = 4;
+  bool qgz_ef = false;  // the engine keeps the inter-node stage's residuals (engine/step_slots.h)
   int block = 256;
   uint64_t min_bytes = 1 << 20;
   // ZPP_LOSSY_ONE_NODE: quantize on one node too, where nothing crosses a node (tests).

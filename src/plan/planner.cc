@@ -170,6 +170,7 @@ Settings SettingsFrom(const Config& config) {
   s.qgz = config.qgz != 0;
   s.qgz_bits_intra = static_cast<int>(config.qgz_bits_intra);
   s.qgz_bits_inter = static_cast<int>(config.qgz_bits_inter);
+  s.qgz_ef = config.qgz_ef != 0;
   s.block = static_cast<int>(config.block);
   s.min_bytes = static_cast<uint64_t>(config.min_bytes);
   s.lossy_on_one_node = config.lossy_one_node != 0;

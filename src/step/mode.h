@@ -1,7 +1,8 @@
 // A zpp mode by name, as zpp-bench and step mode spell it: "plain" (the collective as NCCL runs
 // it; "nccl" is read as the same), or techniques joined
-// by '+': "qwz" or "qwz8" / "qwz4" (weight bits), "hpz", "qgz" or "qgz8/4" (intra/inter bits).
-// "zero++" is qwz8+hpz+qgz8/4, ZeRO++'s own choice.
+// by '+': "qwz" or "qwz8" / "qwz4" (weight bits), "hpz", "delta" or "delta4" / "delta2" (qwZ
+// deltas, ZPP_QWZ_DELTA; with hpz), "qgz" or "qgz8/4" / "qgz8/2" (intra/inter bits), "ef" (qgZ
+// error feedback, ZPP_QGZ_EF). "zero++" is qwz8+hpz+qgz8/4, ZeRO++'s own choice.
 #pragma once
 
 #include <string>
@@ -13,7 +14,8 @@
 
 namespace zpp::step {
 
-// Sets the technique fields of `settings` (qwz, qwz_bits, hpz, qgz, qgz bits); leaves the rest.
+// Sets the technique fields of `settings` (qwz, qwz_bits, hpz, qwz_delta and its bits, qgz, qgz
+// bits, qgz_ef); leaves the rest.
 Result ParseMode(std::string_view name, plan::Settings* settings);
 
 // The canonical name of the techniques `settings` turns on: "plain", "zero++", or the flags
@@ -26,5 +28,11 @@ bool TouchesReduceScatter(const plan::Settings& settings);
 
 // The configurations of the README's step table, plain first.
 std::vector<std::string> StandardStepModes();
+
+// The modes that keep state across steps (issue 26: weight deltas, error feedback), which
+// zpp-bench's step mode runs after the standard ones. The replay moves the weights by an
+// optimizer-sized step when deltas are on (step_replay.cc); its gradients are new every step,
+// so feedback shows no gain there (the convergence runs show it).
+std::vector<std::string> StatefulStepModes();
 
 }  // namespace zpp::step

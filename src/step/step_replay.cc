@@ -23,6 +23,10 @@ Result ReplaySteps(const StepReplaySpec& spec, StepFigures* out) {
   training.steps = spec.steps;
   training.buffers = spec.buffers;
   training.micro_batches = spec.micro_batches;
+  // Weight deltas code what changed since the last step: with weights new every step (the
+  // replay's default) they would code the weights. An optimizer's step instead: each weight moves
+  // by up to 1% of the weights' range per step.
+  if (spec.settings.qwz_delta) training.step_update = kDeltaReplayUpdate;
   const TrainingResult result = RunTraining(training);
   ZPP_CHECK_ARG(result.failures == 0, "step mode: %d collectives failed replaying %s with %s",
                 result.failures, spec.model.name.c_str(), ModeName(spec.settings).c_str());

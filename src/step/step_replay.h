@@ -14,6 +14,9 @@
 
 namespace zpp::step {
 
+// The replay's weights lie in [-1, 1]; with qwZ deltas each step moves them by up to this much.
+inline constexpr float kDeltaReplayUpdate = 1e-2f;
+
 struct StepReplaySpec {
   Model model;
   sim::ClusterLayout layout;

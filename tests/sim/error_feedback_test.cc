@@ -53,7 +53,7 @@ std::vector<std::vector<std::vector<float>>> RunSteps(const Steps& steps, zppSta
     options.settings.qgz_bits_intra = 8;
     options.settings.qgz_bits_inter = steps.inter_bits;
     options.settings.min_bytes = 0;
-    options.qgz_ef = steps.feedback;
+    options.settings.qgz_ef = steps.feedback;
     options.epoch = [&] { return static_cast<uint64_t>(call_index / steps.per_epoch); };
     Engine engine(backend, sim::ShapeOf(world.layout()), options, stats);
     ASSERT_EQ(engine.Prepare(), ncclSuccess);

@@ -98,51 +98,57 @@ TEST(WeightDeltaStepTest, AReferenceThatDriftsIsLoudThenDeltasStop) {
   EXPECT_LT(result.delta_calls, clean.delta_calls);
 }
 
-// Two all-gathers per step of different sizes, hpZ never hitting (each layer gathered once per
-// step): (A, B), (A, B), (B, A). The second step sends deltas; in the third the place of A holds
-// B, so it and every later call send in full, bitwise what qwZ int8 with hpZ gives, never a
-// delta against the other layer's reference.
-TEST(WeightDeltaStepTest, AChangedPatternNeverAppliesADeltaToAnotherLayer) {
-  constexpr size_t kA = 2048, kB = 4096;
-  const std::vector<std::vector<size_t>> epochs = {{kA, kB}, {kA, kB}, {kB, kA}};
-  auto run = [&](bool deltas, zppStats_t* stats_out) {
-    std::vector<std::vector<std::vector<uint16_t>>> outputs(4);
-    StatsCounters stats;
-    sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
-    world.RunRanks([&](sim::SimBackend& backend) {
-      const int rank = backend.rank();
-      std::unique_ptr<Stream> stream;
-      ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
-      uint64_t epoch = 0;
-      engine::EngineOptions options;
-      options.settings = deltas ? DeltaSettings(4) : TechniquesOn(true, true, false);
-      options.settings.min_bytes = 0;
-      options.epoch = [&] { return epoch; };
-      engine::Engine engine(backend, sim::ShapeOf(world.layout()), options, stats);
-      ASSERT_EQ(engine.Prepare(), ncclSuccess);
-      for (epoch = 0; epoch < epochs.size(); ++epoch) {
-        for (const size_t count : epochs[epoch]) {
-          // bf16 weights of the layer (its size says which), moved a little each step.
-          std::vector<float> values(count);
-          for (size_t i = 0; i < count; ++i) {
-            values[i] = std::sin(0.01f * i + rank + count) + 1e-3f * std::cos(0.3f * i * epoch);
-          }
-          std::vector<uint16_t> shard(count);
-          codec::StoreElements(shard.data(), ncclBfloat16, 0, count, values.data());
-          std::vector<uint16_t> output(count * 4);
-          ASSERT_EQ(engine.AllGather({shard.data(), output.data(), count, ncclBfloat16}, *stream),
-                    ncclSuccess);
-          backend.Synchronize(*stream);
-          outputs[rank].push_back(std::move(output));
+// Every rank's all-gather outputs, call by call (outputs[rank][call]), of a run whose step e
+// gathers layers of the sizes epochs[e] in order (bf16 weights, a layer known by its size, moved a
+// little each step), hpZ never hitting (each layer is gathered once per step).
+using Outputs = std::vector<std::vector<std::vector<uint16_t>>>;
+Outputs RunGathers(const std::vector<std::vector<size_t>>& epochs, const plan::Settings& settings,
+                   uint64_t refresh, zppStats_t* stats_out) {
+  Outputs outputs(4);
+  StatsCounters stats;
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  world.RunRanks([&](sim::SimBackend& backend) {
+    const int rank = backend.rank();
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    uint64_t epoch = 0;
+    engine::EngineOptions options;
+    options.settings = settings;
+    options.settings.min_bytes = 0;
+    options.delta_refresh = refresh;
+    options.epoch = [&] { return epoch; };
+    engine::Engine engine(backend, sim::ShapeOf(world.layout()), options, stats);
+    ASSERT_EQ(engine.Prepare(), ncclSuccess);
+    for (epoch = 0; epoch < epochs.size(); ++epoch) {
+      for (const size_t count : epochs[epoch]) {
+        std::vector<float> values(count);
+        for (size_t i = 0; i < count; ++i) {
+          values[i] = std::sin(0.01f * i + rank + count) + 1e-3f * std::cos(0.3f * i * epoch);
         }
+        std::vector<uint16_t> shard(count);
+        codec::StoreElements(shard.data(), ncclBfloat16, 0, count, values.data());
+        std::vector<uint16_t> output(count * 4);
+        ASSERT_EQ(engine.AllGather({shard.data(), output.data(), count, ncclBfloat16}, *stream),
+                  ncclSuccess);
+        backend.Synchronize(*stream);
+        outputs[rank].push_back(std::move(output));
       }
-    });
-    if (stats_out != nullptr) stats.Snapshot(stats_out);
-    return outputs;
-  };
+    }
+  });
+  if (stats_out != nullptr) stats.Snapshot(stats_out);
+  return outputs;
+}
+
+constexpr size_t kA = 2048, kB = 4096;
+
+// (A, B), (A, B), (B, A). The second step sends deltas; in the third the place of A holds B, so
+// it and every later call send in full, bitwise what qwZ int8 with hpZ gives, never a delta
+// against the other layer's reference.
+TEST(WeightDeltaStepTest, AChangedPatternNeverAppliesADeltaToAnotherLayer) {
+  const std::vector<std::vector<size_t>> epochs = {{kA, kB}, {kA, kB}, {kB, kA}};
   zppStats_t with_stats{};
-  const auto with = run(true, &with_stats);
-  const auto without = run(false, nullptr);
+  const Outputs with = RunGathers(epochs, DeltaSettings(4), 100, &with_stats);
+  const Outputs without = RunGathers(epochs, TechniquesOn(true, true, false), 100, nullptr);
   EXPECT_EQ(with_stats.qwz_delta_calls, 2u * 4u) << "the second step's two calls, on 4 ranks";
   EXPECT_EQ(with_stats.qwz_delta_full, 4u * 4u);
   for (int rank = 0; rank < 4; ++rank) {
@@ -152,6 +158,23 @@ TEST(WeightDeltaStepTest, AChangedPatternNeverAppliesADeltaToAnotherLayer) {
     EXPECT_NE(with[rank][3], without[rank][3]) << "B: a delta against B's reference";
     EXPECT_EQ(with[rank][4], without[rank][4]) << "B at A's place: in full";
     EXPECT_EQ(with[rank][5], without[rank][5]) << "after the change: in full";
+  }
+}
+
+// ZPP_QWZ_DELTA_REFRESH=2: steps 0 and 2 send in full (bitwise qwZ int8's), 1 and 3 deltas.
+TEST(WeightDeltaStepTest, EveryRefreshEpochSendsInFull) {
+  const std::vector<std::vector<size_t>> epochs = {{kA, kB}, {kA, kB}, {kA, kB}, {kA, kB}};
+  zppStats_t stats{};
+  const Outputs with = RunGathers(epochs, DeltaSettings(4), 2, &stats);
+  const Outputs without = RunGathers(epochs, TechniquesOn(true, true, false), 2, nullptr);
+  EXPECT_EQ(stats.qwz_delta_calls, 2u * 2u * 4u);
+  EXPECT_EQ(stats.qwz_delta_full, 2u * 2u * 4u);
+  for (int rank = 0; rank < 4; ++rank) {
+    for (size_t call = 0; call < 8; ++call) {
+      const bool full = call / 2 % 2 == 0;
+      EXPECT_EQ(with[rank][call] == without[rank][call], full)
+          << "rank " << rank << " call " << call;
+    }
   }
 }
 
