@@ -58,6 +58,15 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
                                        size_t count, const Format& format, float scale_after_sum,
                                        const Format& out_format, const Rounding& rounding,
                                        std::span<std::byte> out_pieces, cudaStream_t stream);
+// codec/batch.h's DequantizeReduceRequantizeFeedbackBatch (ZPP_QGZ_EF), bit for bit; the
+// residual format must be int8 in the output's block size, every format unrotated.
+Result DequantizeReduceRequantizeFeedbackBatch(std::span<const std::byte> pieces,
+                                               const ReduceBatch& batch, size_t count,
+                                               const Format& format, const Format& out_format,
+                                               const Rounding& rounding,
+                                               std::span<std::byte> out_pieces,
+                                               const Format& residual_format, bool residual_valid,
+                                               std::span<std::byte> residuals, cudaStream_t stream);
 Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                  const BatchMap& map, cudaStream_t stream);
 

@@ -36,6 +36,57 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
   }
 }
 
+// The same, with error feedback (codec/codec.h's Feedback, ZPP_QGZ_EF): the residual of item i
+// (an int8 piece in the output's block size, unrotated) is added to the sum before it is
+// requantized, and this requantization's loss (0 where not finite) is encoded in its place. The
+// sum's own output piece is read back for the loss: its scale was written by another lane, so a
+// barrier first; and another before the residual's block max reuses warp_max.
+template <int kInBits, int kOutBits>
+__global__ void __launch_bounds__(device::kMaxLanesPerBlock)
+    DequantizeReduceRequantizeFeedbackKernel(device::StridedPieces pieces, uint32_t items, int k,
+                                             device::PieceGeometry geometry,
+                                             device::PieceGeometry out_geometry,
+                                             device::RoundingStream rounding,
+                                             uint8_t* __restrict__ out_pieces,
+                                             device::PieceGeometry residual_geometry,
+                                             bool residual_valid, uint8_t* __restrict__ residuals) {
+  __shared__ uint32_t warp_max[device::kMaxWarpsPerCta];
+  const uint64_t first = device::ChunkFirstElement();
+  const bool inside = first < geometry.count;
+  const uint64_t out_piece = out_geometry.scale_bytes + out_geometry.payload_bytes;
+  const uint64_t residual_piece = residual_geometry.scale_bytes + residual_geometry.payload_bytes;
+  const device::RoundingStream nearest{false, 0, 0};
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    if (item != blockIdx.y) __syncthreads();  // the last item's block max is read by all
+    uint8_t* const residual = residuals + item * residual_piece;
+    uint8_t* const out = out_pieces + item * out_piece;
+    float sum[device::kChunk];
+    device::SumChunk<kInBits>(pieces, item, k, geometry, first, 1.0f, sum);
+    if (residual_valid && inside) {  // what the same call's last requantization lost
+      float kept[device::kChunk];
+      device::DecodeChunk<8>(residual, residual_geometry, first, kept);
+#pragma unroll
+      for (int i = 0; i < device::kChunk; ++i) sum[i] = sum[i] + kept[i];
+    }
+    device::RoundingStream mine = rounding;
+    mine.first_block += static_cast<uint64_t>(item) * out_geometry.blocks;
+    device::EncodeChunk<kOutBits>(sum, first, out_geometry, mine, out, warp_max);
+    __syncthreads();  // the block's scale, written by its first lane
+    float loss[device::kChunk] = {};
+    if (inside) {
+      float decoded[device::kChunk];
+      device::DecodeChunk<kOutBits>(out, out_geometry, first, decoded);
+#pragma unroll
+      for (int i = 0; i < device::kChunk; ++i) {
+        const float value = sum[i] - decoded[i];
+        loss[i] = isfinite(value) ? value : 0.0f;
+      }
+    }
+    __syncthreads();  // warp_max again
+    device::EncodeChunk<8>(loss, first, residual_geometry, nearest, residual, warp_max);
+  }
+}
+
 template <typename Pieces>
 Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size_t count,
               const Format& format, float scale_after_sum, const Format& out_format,
@@ -89,6 +140,47 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
                 scale_after_sum, out_format, rounding, out_pieces.data(), stream);
 }
 
+Result DequantizeReduceRequantizeFeedbackBatch(
+    std::span<const std::byte> pieces, const ReduceBatch& batch, size_t count, const Format& format,
+    const Format& out_format, const Rounding& rounding, std::span<std::byte> out_pieces,
+    const Format& residual_format, bool residual_valid, std::span<std::byte> residuals,
+    cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeFeedbackBatch";
+  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, 1.0f));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
+  ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !residual_format.rotate,
+                "%s: error feedback takes unrotated formats", kApi);
+  // One thread block encodes a block of the output and of the residual alike.
+  ZPP_CHECK_ARG(residual_format.bits == 8 && residual_format.block == out_format.block,
+                "%s: the residual is int8 in the output's block size (bits %d, block %d)", kApi,
+                residual_format.bits, residual_format.block);
+  const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
+  const device::PieceGeometry residual_geometry = detail::GeometryOf(count, residual_format);
+  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
+                       (out_geometry.scale_bytes + out_geometry.payload_bytes) * batch.items));
+  ZPP_CHECK(
+      CheckPiece(kApi, "residuals", residuals.data(), residuals.size(),
+                 (residual_geometry.scale_bytes + residual_geometry.payload_bytes) * batch.items));
+  if (count == 0) return ncclSuccess;
+  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
+  const int threads = detail::ThreadsFor(out_format.block);
+  const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(batch.items));
+  const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
+  auto* out = reinterpret_cast<uint8_t*>(out_pieces.data());
+  auto* kept = reinterpret_cast<uint8_t*>(residuals.data());
+  detail::WithBits(format.bits, [&](auto bits) {
+    detail::WithBits(out_format.bits, [&](auto out_bits) {
+      DequantizeReduceRequantizeFeedbackKernel<decltype(bits)::value, decltype(out_bits)::value>
+          <<<grid, threads, 0, stream>>>(strided, batch.items, static_cast<int>(batch.terms),
+                                         geometry, out_geometry, stream_of_bits, out,
+                                         residual_geometry, residual_valid, kept);
+    });
+  });
+  return detail::CheckLaunch(kApi);
+}
+
 namespace detail {
 bool LoadDequantizeReduceRequantizeKernels() {
   bool ok = true;
@@ -102,7 +194,7 @@ bool LoadDequantizeReduceRequantizeKernels() {
                    &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::ReducePieces>) &&
                LoadKernel(
                    &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::StridedPieces>) &&
-               ok;
+               LoadKernel(&DequantizeReduceRequantizeFeedbackKernel<kBits, kOutBits>) && ok;
         });
       });
     }

@@ -169,8 +169,8 @@ class Backend {
       std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
       const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
       std::span<std::byte> out_pieces, Stream& stream) = 0;
-  // Error feedback (ZPP_QGZ_EF, codec/batch.h): the backends that have it say so; the others
-  // (CUDA, until its kernel is written) refuse, and the engine runs qgZ without it.
+  // Error feedback (ZPP_QGZ_EF, codec/batch.h): the backends that have it say so (the CPU's, and
+  // CUDA's kernel); the others refuse, and the engine runs qgZ without it.
   virtual bool SupportsErrorFeedback() const { return false; }
   virtual Result DequantizeReduceRequantizeFeedbackBatch(
       std::span<const std::byte> /*pieces*/, const codec::ReduceBatch& /*batch*/, size_t /*count*/,

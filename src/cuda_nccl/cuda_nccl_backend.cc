@@ -351,6 +351,17 @@ Result CudaNcclBackend::DequantizeReduceRequantizeBatch(
                                                      rounding, out_pieces, HandleOf(stream));
 }
 
+Result CudaNcclBackend::DequantizeReduceRequantizeFeedbackBatch(
+    std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+    const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+    std::span<std::byte> out_pieces, const codec::Format& residual_format, bool residual_valid,
+    std::span<std::byte> residuals, Stream& stream) {
+  CountKernel();
+  return codec::gpu::DequantizeReduceRequantizeFeedbackBatch(
+      pieces, batch, count, format, out_format, rounding, out_pieces, residual_format,
+      residual_valid, residuals, HandleOf(stream));
+}
+
 Result CudaNcclBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst,
                                   size_t bytes, const codec::BatchMap& map, Stream& stream) {
   CountKernel();

@@ -88,6 +88,12 @@ class CudaNcclBackend final : public Backend {
                                          const codec::Format& out_format,
                                          const codec::Rounding& rounding,
                                          std::span<std::byte> out_pieces, Stream& stream) override;
+  bool SupportsErrorFeedback() const override { return true; }
+  Result DequantizeReduceRequantizeFeedbackBatch(
+      std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+      const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+      std::span<std::byte> out_pieces, const codec::Format& residual_format, bool residual_valid,
+      std::span<std::byte> residuals, Stream& stream) override;
   Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                    const codec::BatchMap& map, Stream& stream) override;
 

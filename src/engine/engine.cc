@@ -69,8 +69,8 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
       static std::once_flag warned;
       std::call_once(warned, [] {
         ZPP_WARN(
-            "ZPP_QGZ_EF=1: error feedback runs on the CPU backend only so far (its CUDA "
-            "kernel is not written): qgZ runs without it here");
+            "ZPP_QGZ_EF=1: this backend has no error-feedback kernel: qgZ runs without it "
+            "here");
       });
     }
   }

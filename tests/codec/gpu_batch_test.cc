@@ -1,7 +1,7 @@
 // The batched kernels (one launch per batch, places by formula) against the CPU batched codec,
 // bit for bit, with the batch shapes the plans use past 128 items and terms (qgZ on more than
 // 128 ranks or nodes), misaligned and aligned places in one batch, stochastic rounding and
-// rotation. Skips, saying why, where there is no CUDA device.
+// rotation, and error feedback. Skips, saying why, where there is no CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -139,6 +139,53 @@ TEST_F(GpuBatchTest, ReduceBatchesAreTheCpuBatchesBitwise) {
                                               {out, out_piece * 200}),
               ncclSuccess);
     EXPECT_EQ(std::memcmp(device_out.ToHost().data(), out, out_piece * 200), 0) << out_bits;
+  }
+}
+
+// qgZ's error feedback (ZPP_QGZ_EF): 5 sums of 3 terms, requantized 8 -> 4 and 8 -> 2, twice:
+// first with no residual kept, then adding the residual the first wrote. The outputs and the
+// residuals are the CPU batch's, bit for bit, a tail block and a non-finite block included.
+TEST_F(GpuBatchTest, FeedbackBatchIsTheCpuBatchBitwise) {
+  const size_t count = 1000;  // a tail block of 232
+  const Format format{8, 256, false};
+  const size_t piece = PieceBytes(count, ncclFloat32, format);
+  const uint32_t n = 15;
+  std::vector<std::byte> input = RandomBf16(count * n, 7);
+  const uint16_t infinity = 0x7F80;
+  std::memcpy(input.data() + 2 * (3 * count + 300), &infinity, 2);  // in sum 3's second block
+  std::vector<std::byte> storage = HostBytes(piece * n + 16);
+  auto* aligned = storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) % 16) % 16;
+  ASSERT_EQ(QuantizeBatch({input.data(), ncclBfloat16, count * n}, count,
+                          BatchMap::Strided(n, count, piece), format, {}, {aligned, piece * n}),
+            ncclSuccess);
+  const std::vector<std::byte> pieces(aligned, aligned + piece * n);
+  DeviceBuffer device_pieces(pieces.data(), pieces.size());
+  const ReduceBatch batch{5, 3, piece, 5 * piece};
+  const Format residual_format{8, 256, false};
+  const size_t residual = PieceBytes(count, ncclFloat32, residual_format);
+  for (const int out_bits : {4, 2}) {
+    const Format out_format{out_bits, 256, false};
+    const size_t out_piece = PieceBytes(count, ncclFloat32, out_format);
+    std::vector<std::byte> cpu_storage = HostBytes(out_piece * 5 + residual * 5 + 32);
+    auto* cpu_out =
+        cpu_storage.data() + (16 - reinterpret_cast<uintptr_t>(cpu_storage.data()) % 16) % 16;
+    auto* cpu_residual = cpu_out + out_piece * 5;
+    DeviceBuffer device_out(out_piece * 5);
+    DeviceBuffer device_residual(residual * 5);
+    for (const bool valid : {false, true}) {
+      ASSERT_EQ(DequantizeReduceRequantizeFeedbackBatch(
+                    pieces, batch, count, format, out_format, {}, {cpu_out, out_piece * 5},
+                    residual_format, valid, {cpu_residual, residual * 5}),
+                ncclSuccess);
+      ASSERT_EQ(gpu::DequantizeReduceRequantizeFeedbackBatch(
+                    device_pieces.Span(), batch, count, format, out_format, {}, device_out.Span(),
+                    residual_format, valid, device_residual.Span(), nullptr),
+                ncclSuccess);
+      EXPECT_EQ(std::memcmp(device_out.ToHost().data(), cpu_out, out_piece * 5), 0)
+          << "int" << out_bits << (valid ? " with" : " without") << " a residual";
+      EXPECT_EQ(std::memcmp(device_residual.ToHost().data(), cpu_residual, residual * 5), 0)
+          << "int" << out_bits << (valid ? " with" : " without") << " a residual";
+    }
   }
 }
 
