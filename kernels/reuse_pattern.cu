@@ -1,6 +1,7 @@
 // One thread per call scans back for the latest equal fingerprint: an epoch has hundreds to a
 // few thousand all-gathers, so the quadratic scan is a few hundred microseconds at worst, once
 // per epoch. The hash is a wrapping sum, so the per-call atomics may land in any order.
+#include "kernels/fingerprint_math.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/reuse_pattern_kernel.h"
@@ -19,7 +20,7 @@ __global__ void ReusePatternKernel(const uint64_t* __restrict__ fingerprints, ui
   if (i >= calls) return;
   const uint64_t mine = fingerprints[i];
   int32_t source = -1;
-  for (uint32_t j = i; j-- > 0;) {
+  for (uint32_t j = FingerprintMayReuse(mine) ? i : 0; j-- > 0;) {
     if (fingerprints[j] == mine) {
       source = static_cast<int32_t>(j);
       break;

@@ -1,7 +1,9 @@
 // hpZ's reuse pattern of a step epoch, from the fingerprints of its all-gather shards: call i
 // reuses the latest earlier call j whose shard has the same fingerprint (codec::Fingerprint,
-// which covers the shard's length too). Its hash is what ranks exchange to agree on the
-// pattern: a wrapping sum of one term per call, so the kernel's atomics may add in any order.
+// which covers the shard's length too), unless the shard does not vary (FingerprintMayReuse:
+// constant shards of different layers are equal by coincidence until training moves one). Its hash
+// is what ranks exchange to agree on the pattern: a wrapping sum of one term per call, so the
+// kernel's atomics may add in any order.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "codec/reuse_pattern.h"
 
+#include "kernels/fingerprint_math.h"
 #include "kernels/reuse_pattern_math.h"
 
 namespace zpp::codec {
@@ -13,7 +14,7 @@ Result ReusePattern(std::span<const uint64_t> fingerprints, uint64_t seed,
   uint64_t sum = ReusePatternSeedTerm(seed, fingerprints.size());
   for (size_t i = 0; i < fingerprints.size(); ++i) {
     int32_t source = -1;
-    for (size_t j = i; j-- > 0;) {
+    for (size_t j = FingerprintMayReuse(fingerprints[i]) ? i : 0; j-- > 0;) {
       if (fingerprints[j] == fingerprints[i]) {
         source = static_cast<int32_t>(j);
         break;

@@ -9,7 +9,8 @@
 
 namespace zpp::codec {
 
-// pattern[i] = the latest j < i with fingerprints[j] == fingerprints[i], else -1; *hash = the
+// pattern[i] = the latest j < i with fingerprints[j] == fingerprints[i], else -1 (always -1 for
+// a shard that does not vary: FingerprintMayReuse); *hash = the
 // pattern's hash bound to `seed` (pattern.size() == fingerprints.size()).
 Result ReusePattern(std::span<const uint64_t> fingerprints, uint64_t seed,
                     std::span<int32_t> pattern, uint64_t* hash);

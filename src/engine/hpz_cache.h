@@ -20,12 +20,22 @@
 // the record.)
 //
 // Every rank then follows the *agreed pattern* by position: the one all ranks derived
-// identically, with no verification failure anywhere. Identical shards of different layers
-// (LayerNorm weights all ones, zero biases) are fine: when every rank sees the same equalities,
-// reusing either partition gives the same bytes; when ranks differ, the hashes differ and reuse
-// pauses. A call whose (count, dtype) differs from the agreed one at its position, or a call past
-// the agreed length, *departs*: the rest of the epoch runs full hierarchical gathers, and reuse
-// resumes when a later epoch's pattern is agreed (a changed call sequence is normal).
+// identically, with no verification failure anywhere. Identical shards of different layers are
+// fine within an epoch: when every rank sees the same equalities, reusing either partition gives
+// the same bytes; when ranks differ, the hashes differ and reuse pauses. But the pattern is
+// followed two epochs after it was seen, and layers equal by coincidence may differ by then: a
+// shard that does not vary (all its 8-byte words alike: LayerNorm weights all ones, zero biases,
+// which in bf16 stay exactly 1.0 on every layer until the fp32 master moves one of them, at any
+// step) is never reused nor reused from (FingerprintMayReuse): its gathers run in full. Without
+// that, DeepSpeed (one all-gather per parameter) with ZPP_MIN_BYTES=0 planned the forward gather
+// of every LayerNorm weight as a hit on the first one, and the step where one of them moved
+// failed verification and turned reuse off for good. Varying shards of different layers equal
+// for a while and then not still fail so, loudly: a model built from copies of one layer, until
+// its first step, or LayerNorm weights of two layers with the same few elements moved (seen under
+// DeepSpeed on one rank of four: the ranks' patterns differed, and reuse paused). A call whose
+// (count, dtype) differs from the agreed one at its position, or a call past the agreed length,
+// *departs*: the rest of the epoch runs full hierarchical gathers, and reuse resumes when a later
+// epoch's pattern is agreed (a changed call sequence is normal).
 //
 // Whether a call is a hit is the host's decision (the agreed pattern, by position); *which*
 // partition a hit sends is the device's. A change that keeps every (count, dtype) in place (layers

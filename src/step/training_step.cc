@@ -71,8 +71,12 @@ float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, siz
                  bool tampered) {
   const size_t count = spec.layer_counts[layer];
   if (tampered && layer == 0 && Selects(spec.tamper_rank, rank) && i + 1 == count) return 3.0f;
-  const bool twin = layer + 1 == spec.layer_counts.size() && layer != 0 &&
-                    Selects(spec.twin_rank, rank) && count == spec.layer_counts[0] &&
+  const bool last = layer + 1 == spec.layer_counts.size() && layer != 0;
+  if (spec.constant_until_step >= 0 && count == spec.layer_counts[0] &&
+      (layer == 0 || (last && step < spec.constant_until_step))) {
+    return 1.0f;
+  }
+  const bool twin = last && Selects(spec.twin_rank, rank) && count == spec.layer_counts[0] &&
                     (spec.twin_step < 0 || step == spec.twin_step);
   return UpdatedWeight(spec, rank, twin ? 0 : layer, step, i);
 }

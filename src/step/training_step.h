@@ -50,6 +50,10 @@ struct TrainingSpec {
   // size needed), as LayerNorm weights do at initialization.
   int twin_rank = -1;
   int twin_step = -1;  // only in this step (-1: every step)
+  // Layer 0's shard and the last layer's (same size needed) hold 1.0 in every element on every
+  // rank, as bf16 LayerNorm weights do, until this step, from which the last layer's takes its
+  // own weights (training moved it) while layer 0's stays constant (-1: neither is constant).
+  int constant_until_step = -1;
   // A call sequence that changes at one step: one extra gather of a layer after the forward...
   int extra_gather_step = -1;
   size_t extra_gather_layer = 1;

@@ -73,9 +73,41 @@ TEST(FingerprintTest, AnyOrderOfTermsGivesTheSerialValue) {
   for (int trial = 0; trial < 10; ++trial) {
     std::shuffle(terms.begin(), terms.end(), generator);
     uint64_t sum = 0;
-    for (const uint64_t term : terms) sum += term;
+    // Setting bit 0 at any point of the sum (the kernel's atomic OR) gives the same value: every
+    // term is even.
+    const size_t or_at = generator() % (terms.size() + 1);
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (i == or_at) sum |= kFingerprintVaries;
+      EXPECT_EQ(terms[i] & kFingerprintVaries, 0u);
+      sum += terms[i];
+    }
+    if (or_at == terms.size()) sum |= kFingerprintVaries;
     EXPECT_EQ(sum, Of(bytes));
   }
+}
+
+// Bit 0 says whether the buffer varies: a constant tensor of any element size (its first 8-byte
+// word repeated, the last word's valid bytes included) does not; one byte off anywhere does.
+TEST(FingerprintTest, SaysWhetherTheBufferVaries) {
+  const auto varies = [](std::span<const std::byte> bytes) {
+    return FingerprintMayReuse(Of(bytes));
+  };
+  for (const size_t element : {1, 2, 4, 8}) {
+    for (const size_t count : {1, 3, 64, 1001}) {
+      std::vector<std::byte> bytes(element * count);
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(0x3f + i % element);
+      EXPECT_FALSE(varies(bytes)) << element << " x " << count;
+      if (bytes.size() <= 8) continue;  // at most one word: nothing to differ from
+      for (const size_t at : {size_t{0}, size_t{9}, bytes.size() - 1}) {
+        bytes[at] ^= std::byte{1};
+        EXPECT_TRUE(varies(bytes)) << element << " x " << count << " at " << at;
+        bytes[at] ^= std::byte{1};
+      }
+    }
+  }
+  EXPECT_FALSE(varies({}));
+  EXPECT_FALSE(varies(std::vector<std::byte>(4096, std::byte{0})));
+  EXPECT_TRUE(varies(RandomBytes(4099, 6)));
 }
 
 }  // namespace

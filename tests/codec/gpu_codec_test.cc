@@ -262,6 +262,28 @@ TEST_F(GpuCodecMiscTest, FingerprintMatchesTheCpu) {
       EXPECT_EQ(actual, expected) << "start " << start << " length " << length;
     }
   }
+  // Constant buffers (bf16 ones: bit 0 clear), and one element off at the end of a partial last
+  // word or in a later block's words (bit 0 set by that block's warp alone).
+  std::vector<std::byte> ones(2 * 1000003);
+  for (size_t i = 0; i < ones.size(); i += 2) {
+    ones[i] = std::byte{0x80};
+    ones[i + 1] = std::byte{0x3f};
+  }
+  for (const size_t off : {size_t{0}, ones.size() - 1, size_t{1} << 20}) {
+    if (off != 0) ones[off] ^= std::byte{1};
+    for (const size_t length : {size_t{6}, size_t{4098}, ones.size()}) {
+      DeviceBuffer constant(ones.data(), length);
+      uint64_t expected = 0;
+      ASSERT_EQ(Fingerprint({ones.data(), length}, &expected), ncclSuccess);
+      ASSERT_EQ(gpu::Fingerprint({constant.data(), length},
+                                 reinterpret_cast<uint64_t*>(result.data()), stream_),
+                ncclSuccess);
+      uint64_t actual = 0;
+      std::memcpy(&actual, result.ToHost().data(), sizeof actual);
+      EXPECT_EQ(actual, expected) << "ones, one off at " << off << ", length " << length;
+    }
+    if (off != 0) ones[off] ^= std::byte{1};
+  }
 }
 
 // The launchers validate as the CPU codec does: a bad call enqueues nothing and says why.

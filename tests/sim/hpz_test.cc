@@ -415,6 +415,31 @@ TEST(HpzReuseTest, ShardsEqualOnEveryRankMayShareAPartition) {
   EXPECT_EQ(result.verify_failures, 0u);
 }
 
+// Layers equal by coincidence until training moves one (DeepSpeed gathers bf16 LayerNorm
+// weights one parameter at a time: all 1.0 until one moves, at any step). Layers 0 and 3 hold
+// ones until step 4, when layer 3 takes its own weights. Constant shards are never reused: both
+// layers' backward gathers run in full, and no step plans layer 3's forward gather as a hit on
+// layer 0's partition (in steps 4 and 5 that hit found no partition equal to its shard: NaN, a
+// verification failure, and reuse off for good). Layer 3's backward hits again two steps after it
+// varies.
+TEST(HpzReuseTest, ConstantShardsOfDifferentLayersAreNeverPaired) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
+  spec.steps = 8;
+  spec.constant_until_step = 4;
+  TrainingResult result;
+  const std::vector<std::string> lines = Warnings([&] { result = RunTraining(spec); });
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.verify_failures, 0u);
+  EXPECT_EQ(result.nan_outputs, 0);
+  EXPECT_EQ(result.stale_outputs, 0);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+  EXPECT_TRUE(lines.empty()) << lines.front();
+  std::vector<uint64_t> hits(spec.steps, kRanks * (kLayers - 2));  // layers 1 and 2
+  hits[0] = hits[1] = 0;
+  for (int step = 6; step < spec.steps; ++step) hits[step] += kRanks;  // layer 3 from step 6
+  EXPECT_EQ(result.hits_per_step, hits);
+}
+
 TEST(HpzMemoryTest, BoundDropsOldestPartitionsOnEveryRank) {
   TrainingSpec spec = Spec(TechniquesOn(false, true, false));
   spec.layer_counts = {4096, 4096, 4096, 4096};
