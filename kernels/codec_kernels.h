@@ -73,5 +73,19 @@ Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_
 // Writes the fingerprint of `bytes` to *device_fingerprint (8 bytes of device memory).
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
                    cudaStream_t stream);
+// One launch for `items` buffers of `bytes` each, item i at data + i x item_stride: its
+// fingerprint goes to the 8 bytes at out + i x out_stride (8-byte aligned, device memory).
+Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, size_t item_stride,
+                        std::byte* out, size_t out_stride, cudaStream_t stream);
+
+// qwZ's weight deltas (codec/weight_delta.h), bit for bit: EncodeDelta is one kernel and the
+// reference's fingerprint; ApplyDeltaBatch fingerprints every reference item into `held` (8
+// bytes per item, device memory) in one launch, then checks and applies every item in another:
+// two launches for any number of nodes. `failures` is host-visible.
+Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const Format& format,
+                   const Rounding& rounding, std::span<std::byte> message, cudaStream_t stream);
+Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
+                       size_t count, const Format& format, TensorView reference,
+                       std::span<std::byte> held, uint32_t* failures, cudaStream_t stream);
 
 }  // namespace zpp::codec::gpu

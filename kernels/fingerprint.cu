@@ -1,6 +1,7 @@
 // The fingerprint: a grid-stride loop over 16-byte pairs of words, each thread summing its
 // words' hashes, a warp sum, then one 64-bit atomic add per warp. Wrapping addition commutes, so
 // the order the atomics land in cannot change the result (kernels/fingerprint_math.h).
+#include <algorithm>
 #include <atomic>
 
 #include "kernels/codec_kernels.h"
@@ -22,9 +23,8 @@ __device__ __forceinline__ uint64_t LoadWordBytes(const uint8_t* data, uint64_t 
 }
 
 template <bool kAligned>
-__global__ void __launch_bounds__(256)
-    FingerprintKernel(const uint8_t* __restrict__ data, uint64_t bytes,
-                      unsigned long long* __restrict__ fingerprint) {
+__device__ __forceinline__ void FingerprintItem(const uint8_t* __restrict__ data, uint64_t bytes,
+                                                unsigned long long* __restrict__ fingerprint) {
   const uint64_t full_words = bytes / 8;
   const uint64_t words = (bytes + 7) / 8;
   const uint64_t pairs = (words + 1) / 2;
@@ -57,6 +57,19 @@ __global__ void __launch_bounds__(256)
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     atomicAdd(fingerprint, static_cast<unsigned long long>(FingerprintLength(bytes)));
+  }
+}
+
+// Item y (blockIdx.y, then every gridDim.y) is `bytes` from data + y x item_stride, its
+// fingerprint at out + y x out_stride (bytes), zeroed before the launch.
+template <bool kAligned>
+__global__ void __launch_bounds__(256)
+    FingerprintKernel(const uint8_t* __restrict__ items_data, uint64_t bytes, uint32_t items,
+                      uint64_t item_stride, unsigned char* __restrict__ out, uint64_t out_stride) {
+  for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
+    const uint8_t* data = items_data + item * item_stride;
+    auto* fingerprint = reinterpret_cast<unsigned long long*>(out + item * out_stride);
+    FingerprintItem<kAligned>(data, bytes, fingerprint);
   }
 }
 
@@ -109,6 +122,49 @@ bool LoadFingerprintKernels() {
 }
 }  // namespace detail
 
+Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, size_t item_stride,
+                        std::byte* out, size_t out_stride, cudaStream_t stream) {
+  constexpr const char* kApi = "codec::gpu::FingerprintBatch";
+  ZPP_CHECK_ARG(out != nullptr || items == 0, "%s: out is null", kApi);
+  ZPP_CHECK_ARG(reinterpret_cast<uintptr_t>(out) % 8 == 0 && (items <= 1 || out_stride % 8 == 0),
+                "%s: fingerprints at %p every %zu bytes are not 8-byte aligned", kApi,
+                static_cast<void*>(out), out_stride);
+  ZPP_CHECK_ARG(items <= 1 || out_stride >= 8, "%s: fingerprints every %zu bytes overlap", kApi,
+                out_stride);
+  ZPP_CHECK_ARG(data != nullptr || bytes == 0 || items == 0, "%s: bytes is null", kApi);
+  if (items == 0) return ncclSuccess;
+
+  int device = 0;
+  const size_t pitch = items == 1 ? 8 : out_stride;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaMemset2DAsync(out, pitch, 0, sizeof(uint64_t), items, stream) != cudaSuccess) {
+    ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
+    return ncclUnhandledCudaError;
+  }
+  // Enough threads to keep the memory busy, few enough that the atomics stay negligible: one
+  // wave of as many blocks as the kernel's registers let each SM hold (a fixed multiple of the
+  // SMs ran a second, mostly idle wave when fewer fit), shared by the items.
+  const int threads = 256;
+  const uint64_t pairs = (bytes + 15) / 16;
+  const uint64_t wanted = (pairs + threads - 1) / threads;
+  const auto* first = reinterpret_cast<const uint8_t*>(data);
+  auto* fingerprints = reinterpret_cast<unsigned char*>(out);
+  const bool aligned = detail::Aligned16(first) && (items == 1 || item_stride % 16 == 0);
+  detail::WithBool(aligned, [&](auto is_aligned) {
+    constexpr bool kAligned = decltype(is_aligned)::value;
+    int wave = BlocksPerWave(device, kAligned);
+    // Not loaded at set-up (a test calling the codec directly): ask now.
+    if (wave == 0) wave = AskBlocksPerWave<kAligned>(device);
+    if (wave == 0) wave = 1;
+    const uint64_t per_item = std::max<uint64_t>(1, static_cast<uint64_t>(wave) / items);
+    const dim3 grid(static_cast<unsigned>(wanted == 0 ? 1 : std::min(wanted, per_item)),
+                    detail::RowsFor(items));
+    FingerprintKernel<kAligned>
+        <<<grid, threads, 0, stream>>>(first, bytes, items, item_stride, fingerprints, out_stride);
+  });
+  return detail::CheckLaunch(kApi);
+}
+
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
                    cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::Fingerprint";
@@ -117,32 +173,8 @@ Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprin
                 "%s: fingerprint at %p is not 8-byte aligned", kApi,
                 static_cast<void*>(device_fingerprint));
   ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
-
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaMemsetAsync(device_fingerprint, 0, sizeof(uint64_t), stream) != cudaSuccess) {
-    ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
-    return ncclUnhandledCudaError;
-  }
-  // Enough threads to keep the memory busy, few enough that the atomics stay negligible: one
-  // wave of as many blocks as the kernel's registers let each SM hold (a fixed multiple of the
-  // SMs ran a second, mostly idle wave when fewer fit).
-  const int threads = 256;
-  const uint64_t pairs = (bytes.size() + 15) / 16;
-  const uint64_t wanted = (pairs + threads - 1) / threads;
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  auto* out = reinterpret_cast<unsigned long long*>(device_fingerprint);
-  detail::WithBool(detail::Aligned16(data), [&](auto aligned) {
-    constexpr bool kAligned = decltype(aligned)::value;
-    int wave = BlocksPerWave(device, kAligned);
-    // Not loaded at set-up (a test calling the codec directly): ask now.
-    if (wave == 0) wave = AskBlocksPerWave<kAligned>(device);
-    if (wave == 0) wave = 1;
-    const uint64_t cap = static_cast<uint64_t>(wave);
-    const unsigned grid = static_cast<unsigned>(wanted == 0 ? 1 : (wanted < cap ? wanted : cap));
-    FingerprintKernel<kAligned><<<grid, threads, 0, stream>>>(data, bytes.size(), out);
-  });
-  return detail::CheckLaunch(kApi);
+  return FingerprintBatch(bytes.data(), bytes.size(), 1, 0,
+                          reinterpret_cast<std::byte*>(device_fingerprint), 8, stream);
 }
 
 }  // namespace zpp::codec::gpu

@@ -17,6 +17,7 @@ Result LoadKernels() {
       {"hpz_select.cu", detail::LoadHpzSelectKernels},
       {"reuse_pattern.cu", detail::LoadReusePatternKernels},
       {"copy_batch.cu", detail::LoadCopyBatchKernels},
+      {"weight_delta.cu", detail::LoadWeightDeltaKernels},
   };
   for (const auto& [file, load] : kFiles) {
     if (load()) continue;

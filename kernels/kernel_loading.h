@@ -35,6 +35,7 @@ bool LoadFingerprintKernels();
 bool LoadHpzSelectKernels();
 bool LoadReusePatternKernels();
 bool LoadCopyBatchKernels();
+bool LoadWeightDeltaKernels();
 
 }  // namespace detail
 }  // namespace zpp::codec::gpu

@@ -11,7 +11,8 @@
 #                a communicator's life (simulate-end, restart loop, revoke, shrink-abort)
 #   memcheck     compute-sanitizer memcheck on one small run of each mode               7 x 70 s
 #   racecheck    compute-sanitizer racecheck, likewise                                  7 x 70 s
-#   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) four ways; ZPP_STATS must show     4 x 120 s
+#   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s
+#                deltas and error feedback (their CUDA kernels); ZPP_STATS must show
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
 #   deepspeed    DeepSpeed ZeRO-3 (bench/deepspeed/train_zero3.py) over NCCL, and     4 x 120 s
 #                plain / hpz / zero++ through libzpp.so (bench/convergence/run.py --check)
@@ -227,14 +228,17 @@ if want fsdp; then
     failures=$((failures + 1)); note "- FAILED: torch is not installed here"
   else
     runs=()
-    for way in "nccl::" "qwz:--qwz:qwZ" "qwz_hpz:--qwz --hpz:qwZ|hpZ" "zero++:--preset zero++:qwZ|hpZ,qgZ"; do
-      IFS=: read -r name flags takes <<< "$way"
+    for way in "nccl::" "qwz:--qwz:qwZ" "qwz_hpz:--qwz --hpz:qwZ|hpZ" "zero++:--preset zero++:qwZ|hpZ,qgZ" \
+        "delta4_ef2:--preset zero++:qwZ|hpZ,qgZ:ZPP_QWZ_DELTA=1 ZPP_QGZ_EF=1 ZPP_QGZ_BITS_INTER=2"; do
+      IFS=: read -r name flags takes extra <<< "$way"
+      # shellcheck disable=SC2206
+      extra=($extra)
       launcher=()
       # shellcheck disable=SC2206
       [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
       csv="$results/fsdp_loss_${tag}_${name}.csv"
       log="$work/fsdp_$name.log"
-      if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=65536 timeout 120 "${launcher[@]}" \
+      if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=65536 "${extra[@]}" timeout 100 "${launcher[@]}" \
           python3 -m torch.distributed.run --nproc-per-node 4 bench/fsdp/train_fsdp2.py \
           --one-gpu --csv "$csv" > "$log" 2>&1; then
         runs+=("$name=$csv")

@@ -181,7 +181,9 @@ class Backend {
     return ncclInvalidUsage;
   }
   // qwZ's weight deltas (ZPP_QWZ_DELTA, codec/weight_delta.h): the same arrangement as error
-  // feedback. `failures` is device memory the host reads later (hpZ's verification counter).
+  // feedback. `failures` is device memory the host reads later (hpZ's verification counter);
+  // `held` is device scratch of 8 bytes per item, 16-byte aligned (the CUDA kernels keep each
+  // reference's fingerprint there between their two launches).
   virtual bool SupportsWeightDeltas() const { return false; }
   virtual Result EncodeDelta(codec::ConstTensorView /*weights*/,
                              codec::ConstTensorView /*reference*/, const codec::Format& /*format*/,
@@ -191,7 +193,8 @@ class Backend {
   virtual Result ApplyDeltaBatch(std::span<const std::byte> /*messages*/, size_t /*stride*/,
                                  uint32_t /*items*/, size_t /*count*/,
                                  const codec::Format& /*format*/, codec::TensorView /*reference*/,
-                                 uint32_t* /*failures*/, Stream& /*stream*/) {
+                                 std::span<std::byte> /*held*/, uint32_t* /*failures*/,
+                                 Stream& /*stream*/) {
     return ncclInvalidUsage;
   }
   // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.

@@ -17,19 +17,41 @@ uint64_t DeltaMessageBytes(size_t count, ncclDataType_t dtype, const Format& for
   return piece == 0 && count != 0 ? 0 : piece + kDeltaTrailerBytes;
 }
 
-Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const Format& format,
-                   const Rounding& rounding, std::span<std::byte> message) {
-  constexpr const char* kApi = "codec::EncodeDelta";
-  ZPP_CHECK(CheckFormat(kApi, weights.dtype, format));
-  ZPP_CHECK(CheckTensor(kApi, "weights", weights.data, weights.dtype, weights.count));
-  ZPP_CHECK(CheckTensor(kApi, "reference", reference.data, reference.dtype, reference.count));
+Result CheckEncodeDelta(const char* api, ConstTensorView weights, ConstTensorView reference,
+                        const Format& format, std::span<const std::byte> message) {
+  ZPP_CHECK(CheckFormat(api, weights.dtype, format));
+  ZPP_CHECK(CheckTensor(api, "weights", weights.data, weights.dtype, weights.count));
+  ZPP_CHECK(CheckTensor(api, "reference", reference.data, reference.dtype, reference.count));
   ZPP_CHECK_ARG(reference.dtype == weights.dtype && reference.count == weights.count,
                 "%s: reference (%zu elements of dtype %d) is not the weights' shape (%zu of %d)",
-                kApi, reference.count, static_cast<int>(reference.dtype), weights.count,
+                api, reference.count, static_cast<int>(reference.dtype), weights.count,
                 static_cast<int>(weights.dtype));
+  return CheckPiece(api, "message", message.data(), message.size(),
+                    DeltaMessageBytes(weights.count, weights.dtype, format));
+}
+
+Result CheckApplyDeltaBatch(const char* api, std::span<const std::byte> messages, size_t stride,
+                            uint32_t items, size_t count, const Format& format,
+                            TensorView reference, const uint32_t* failures) {
+  ZPP_CHECK(CheckFormat(api, reference.dtype, format));
+  ZPP_CHECK(CheckCount(api, count));
+  ZPP_CHECK(CheckTensor(api, "reference", reference.data, reference.dtype, reference.count));
+  const uint64_t message = DeltaMessageBytes(count, reference.dtype, format);
+  ZPP_CHECK_ARG(stride >= message && stride % ZPP_PIECE_ALIGN == 0,
+                "%s: stride %zu is not a 16-byte multiple of at least %llu", api, stride,
+                static_cast<unsigned long long>(message));
+  ZPP_CHECK_ARG(reference.count == count * items, "%s: reference holds %zu elements, not %zu x %u",
+                api, reference.count, count, items);
+  ZPP_CHECK_ARG(items == 0 || messages.size() >= stride * (items - 1) + message,
+                "%s: %zu message bytes are short of %u messages", api, messages.size(), items);
+  ZPP_CHECK_ARG(failures != nullptr, "%s: failures is null", api);
+  return ncclSuccess;
+}
+
+Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const Format& format,
+                   const Rounding& rounding, std::span<std::byte> message) {
+  ZPP_CHECK(CheckEncodeDelta("codec::EncodeDelta", weights, reference, format, message));
   const uint64_t piece = PieceBytes(weights.count, weights.dtype, format);
-  ZPP_CHECK(
-      CheckPiece(kApi, "message", message.data(), message.size(), piece + kDeltaTrailerBytes));
   std::vector<float> difference(weights.count);
   std::vector<float> base(weights.count);
   LoadElements(weights.data, weights.dtype, 0, weights.count, difference.data());
@@ -50,19 +72,9 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
 Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
                        size_t count, const Format& format, TensorView reference,
                        uint32_t* failures) {
-  constexpr const char* kApi = "codec::ApplyDeltaBatch";
-  ZPP_CHECK(CheckFormat(kApi, reference.dtype, format));
-  ZPP_CHECK(CheckCount(kApi, count));
-  ZPP_CHECK(CheckTensor(kApi, "reference", reference.data, reference.dtype, reference.count));
+  ZPP_CHECK(CheckApplyDeltaBatch("codec::ApplyDeltaBatch", messages, stride, items, count, format,
+                                 reference, failures));
   const uint64_t piece = PieceBytes(count, reference.dtype, format);
-  ZPP_CHECK_ARG(stride >= piece + kDeltaTrailerBytes && stride % ZPP_PIECE_ALIGN == 0,
-                "%s: stride %zu is not a 16-byte multiple of at least %llu", kApi, stride,
-                static_cast<unsigned long long>(piece + kDeltaTrailerBytes));
-  ZPP_CHECK_ARG(reference.count == count * items, "%s: reference holds %zu elements, not %zu x %u",
-                kApi, reference.count, count, items);
-  ZPP_CHECK_ARG(items == 0 || messages.size() >= stride * (items - 1) + piece + kDeltaTrailerBytes,
-                "%s: %zu message bytes are short of %u messages", kApi, messages.size(), items);
-  ZPP_CHECK_ARG(failures != nullptr, "%s: failures is null", kApi);
   const size_t element = ElementBytes(reference.dtype);
   std::vector<float> delta(count);
   std::vector<float> base(count);

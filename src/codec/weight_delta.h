@@ -1,5 +1,5 @@
-// qwZ's weight deltas (ZPP_QWZ_DELTA) on the CPU: the reference of the CUDA kernels to come and
-// the sim backend's codec.
+// qwZ's weight deltas (ZPP_QWZ_DELTA) on the CPU: the reference the CUDA kernels
+// (kernels/weight_delta.cu) match bit for bit, and the sim backend's codec.
 //
 // A delta message is a piece (include/zpp/format.h) of the difference between the sender's
 // weights and its *reference* (what every receiver reconstructed of its shard last step), then a
@@ -39,5 +39,12 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
 Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
                        size_t count, const Format& format, TensorView reference,
                        uint32_t* failures);
+
+// The arguments' checks, shared with the CUDA launchers (`api` names the caller in the WARN).
+Result CheckEncodeDelta(const char* api, ConstTensorView weights, ConstTensorView reference,
+                        const Format& format, std::span<const std::byte> message);
+Result CheckApplyDeltaBatch(const char* api, std::span<const std::byte> messages, size_t stride,
+                            uint32_t items, size_t count, const Format& format,
+                            TensorView reference, const uint32_t* failures);
 
 }  // namespace zpp::codec

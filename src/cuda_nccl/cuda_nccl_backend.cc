@@ -362,6 +362,23 @@ Result CudaNcclBackend::DequantizeReduceRequantizeFeedbackBatch(
       residual_valid, residuals, HandleOf(stream));
 }
 
+Result CudaNcclBackend::EncodeDelta(codec::ConstTensorView weights,
+                                    codec::ConstTensorView reference, const codec::Format& format,
+                                    std::span<std::byte> message, Stream& stream) {
+  CountKernel();  // one device operation, as the sim counts it (the fingerprint's launch aside)
+  return codec::gpu::EncodeDelta(weights, reference, format, codec::Rounding{}, message,
+                                 HandleOf(stream));
+}
+
+Result CudaNcclBackend::ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride,
+                                        uint32_t items, size_t count, const codec::Format& format,
+                                        codec::TensorView reference, std::span<std::byte> held,
+                                        uint32_t* failures, Stream& stream) {
+  CountKernel();  // one device operation, as the sim counts it (the fingerprints' launch aside)
+  return codec::gpu::ApplyDeltaBatch(messages, stride, items, count, format, reference, held,
+                                     failures, HandleOf(stream));
+}
+
 Result CudaNcclBackend::CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst,
                                   size_t bytes, const codec::BatchMap& map, Stream& stream) {
   CountKernel();

@@ -89,6 +89,13 @@ class CudaNcclBackend final : public Backend {
                                          const codec::Rounding& rounding,
                                          std::span<std::byte> out_pieces, Stream& stream) override;
   bool SupportsErrorFeedback() const override { return true; }
+  bool SupportsWeightDeltas() const override { return true; }
+  Result EncodeDelta(codec::ConstTensorView weights, codec::ConstTensorView reference,
+                     const codec::Format& format, std::span<std::byte> message,
+                     Stream& stream) override;
+  Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
+                         size_t count, const codec::Format& format, codec::TensorView reference,
+                         std::span<std::byte> held, uint32_t* failures, Stream& stream) override;
   Result DequantizeReduceRequantizeFeedbackBatch(
       std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
       const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,

@@ -26,16 +26,16 @@ EngineOptions OptionsFrom(const Config& config) {
 
 namespace {
 
-// The settings this backend can run: qwZ deltas need its delta codec (the CPU backend's so far);
-// without it the kept partitions hold pieces as with plain qwZ + hpZ.
+// The settings this backend can run: qwZ deltas need its delta codec (the CPU's and CUDA's have
+// one; a backend without it runs them as plain qwZ + hpZ).
 plan::Settings RunnableSettings(plan::Settings settings, const Backend& backend) {
   if (settings.qwz_delta && !backend.SupportsWeightDeltas()) {
     settings.qwz_delta = false;
     static std::once_flag warned;
     std::call_once(warned, [] {
       ZPP_WARN(
-          "ZPP_QWZ_DELTA=1: weight deltas run on the CPU backend only so far (their CUDA kernels "
-          "are not written): weight all-gathers send in full here");
+          "ZPP_QWZ_DELTA=1: this backend has no weight-delta codec: weight all-gathers send "
+          "in full");
     });
   }
   return settings;

@@ -83,7 +83,6 @@ class Engine {
   Result UsesEnded(bool* ended);
   const HpzCache* hpz() const { return hpz_.get(); }
   const StepSlots* feedback() const { return feedback_.get(); }
-  const WeightDeltas* deltas() const { return deltas_.get(); }
   WeightDeltas* deltas_for_testing() { return deltas_.get(); }
   // Reports errors the device counted since the last call (each call also does).
   void PollDeviceErrors() {

@@ -39,10 +39,13 @@ Result WeightDeltas::RunFill(PlanContext& context, const plan::Plan& plan,
   std::byte* mine = nullptr;
   std::byte* received = nullptr;
   std::byte* gathered = nullptr;
+  std::byte* held = nullptr;  // the references' fingerprints, for the CUDA kernels
+  const size_t held_bytes = delta ? sizeof(uint64_t) * nodes : 0;
   if (message != 0) {
     ZPP_CHECK(staging.Take(message, &mine));
     ZPP_CHECK(staging.Take(message * nodes, &received));
   }
+  if (held_bytes != 0) ZPP_CHECK(staging.Take(held_bytes, &held));
   ZPP_CHECK(staging.Take(IntraNodeGatheredBytes(backend, plan, args), &gathered));
 
   Stream& stream = context.stream;
@@ -62,7 +65,7 @@ Result WeightDeltas::RunFill(PlanContext& context, const plan::Plan& plan,
     if (result == ncclSuccess) {
       result = backend.ApplyDeltaBatch({received, message * nodes}, message,
                                        static_cast<uint32_t>(nodes), args.count, delta_format,
-                                       references, failures, stream);
+                                       references, {held, held_bytes}, failures, stream);
     }
   } else if (message != 0) {
     result = backend.Quantize({args.send, args.dtype, args.count}, full_format, codec::Rounding{},

@@ -360,10 +360,12 @@ Result SimBackend::EncodeDelta(codec::ConstTensorView weights, codec::ConstTenso
 
 Result SimBackend::ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride,
                                    uint32_t items, size_t count, const codec::Format& format,
-                                   codec::TensorView reference, uint32_t* failures,
-                                   Stream& stream) {
+                                   codec::TensorView reference, std::span<std::byte> held,
+                                   uint32_t* failures, Stream& stream) {
+  // `held` is the CUDA kernels' scratch: the CPU codec fingerprints as it goes.
   Uses(stream, "ApplyDeltaBatch",
        {{messages.data(), messages.size(), false},
+        {held.data(), held.size(), true},
         {reference.data, reference.count * codec::ElementBytes(reference.dtype), true},
         {failures, sizeof(uint32_t), true}});
   return LaunchChecked(stream, [=] {

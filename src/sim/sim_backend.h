@@ -81,7 +81,7 @@ class SimBackend final : public Backend {
                      Stream& stream) override;
   Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
                          size_t count, const codec::Format& format, codec::TensorView reference,
-                         uint32_t* failures, Stream& stream) override;
+                         std::span<std::byte> held, uint32_t* failures, Stream& stream) override;
   Result DequantizeReduceRequantizeFeedbackBatch(
       std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
       const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
