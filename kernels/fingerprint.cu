@@ -167,14 +167,10 @@ Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, siz
 
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
                    cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::Fingerprint";
-  ZPP_CHECK_ARG(device_fingerprint != nullptr, "%s: fingerprint is null", kApi);
-  ZPP_CHECK_ARG(reinterpret_cast<uintptr_t>(device_fingerprint) % 8 == 0,
-                "%s: fingerprint at %p is not 8-byte aligned", kApi,
-                static_cast<void*>(device_fingerprint));
-  ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
+  // One item: FingerprintBatch checks the pointers and the alignment.
   return FingerprintBatch(bytes.data(), bytes.size(), 1, 0,
-                          reinterpret_cast<std::byte*>(device_fingerprint), 8, stream);
+                          reinterpret_cast<std::byte*>(device_fingerprint), sizeof(uint64_t),
+                          stream);
 }
 
 }  // namespace zpp::codec::gpu
