@@ -1,4 +1,4 @@
-// The two collectives zpp takes over. Each call either runs a zpp plan on the communicator's
+// The collectives zpp takes over. Each call either runs a zpp plan on the communicator's
 // ZppCommunicator or goes to the real NCCL unchanged (contract 2), with the reason counted.
 // Every input to that choice is identical on all ranks (contract 3): the call's count, dtype
 // and op, the communicator's agreed shape and settings, and whether the call is captured (all
@@ -87,8 +87,9 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
   return zpp::plugin::RunZppCall(call);
 }
 
+template <typename Args>
 zpp::plan::Reduction ReductionOf(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
-                                 zpp::engine::ReduceScatterArgs* args) {
+                                 Args* args) {
   if (op == ncclSum) return zpp::plan::Reduction::kSum;
   if (op == ncclAvg) return zpp::plan::Reduction::kAvg;
   if (static_cast<int>(op) < ncclNumOps) return zpp::plan::Reduction::kOther;
@@ -144,6 +145,32 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
     args.send = sendbuff;
     args.recv = recvbuff;
     args.count = recvcount;
+    args.dtype = datatype;
+    args.reduction = ReductionOf(comm, op, datatype, &args);
+    return Intercept(state, args, valid, input_bytes, stream, forward);
+  });
+}
+
+// DDP's buckets and HSDP's replica all-reduce (ZPP_QAR); every other all-reduce (ops, dtypes,
+// sizes the plan does not take) goes to NCCL unchanged, its reason counted.
+ZPP_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_REAL_OR_RETURN(nccl, AllReduce);
+    auto forward = [=] {
+      return nccl->AllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+    };
+    if (comm == nullptr) return forward();
+    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
+    if (state == nullptr) return UnknownComm(comm, "ncclAllReduce", forward);
+
+    const bool valid = ValidDtype(datatype) && (count == 0 || (sendbuff && recvbuff));
+    const uint64_t input_bytes = valid ? count * zpp::NcclTypeBytes(datatype) : 0;
+    zpp::engine::AllReduceArgs args;
+    args.send = sendbuff;
+    args.recv = recvbuff;
+    args.count = count;
     args.dtype = datatype;
     args.reduction = ReductionOf(comm, op, datatype, &args);
     return Intercept(state, args, valid, input_bytes, stream, forward);

@@ -15,6 +15,9 @@ ncclResult_t RunZppCall(const ZppCall& call) {
   if (const auto* gather = std::get_if<engine::AllGatherArgs>(&call.args)) {
     return zpp->AllGather(call.plan, *gather, call.stream);
   }
+  if (const auto* reduce = std::get_if<engine::AllReduceArgs>(&call.args)) {
+    return zpp->AllReduce(call.plan, *reduce, call.stream);
+  }
   return zpp->ReduceScatter(call.plan, std::get<engine::ReduceScatterArgs>(call.args), call.stream);
 }
 

@@ -19,7 +19,8 @@
 
 namespace zpp::plugin {
 
-using CollectiveArgs = std::variant<engine::AllGatherArgs, engine::ReduceScatterArgs>;
+using CollectiveArgs =
+    std::variant<engine::AllGatherArgs, engine::ReduceScatterArgs, engine::AllReduceArgs>;
 
 // One of zpp's collectives on its communicator, with the plan it was given when called. It holds
 // zpp's communicator, so that an abort on another thread never frees it under the call.

@@ -30,6 +30,10 @@ class DuplicateOwner final : public ZppCommunicator {
                        cudaStream_t stream) override {
     return inner_->ReduceScatter(plan, args, stream);
   }
+  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
+                   cudaStream_t stream) override {
+    return inner_->AllReduce(plan, args, stream);
+  }
   void Abort() override {
     std::lock_guard<std::mutex> lock(abort_mutex_);  // no poll of the duplicate as NCCL frees it
     inner_->Abort();

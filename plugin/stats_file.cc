@@ -16,7 +16,7 @@
 namespace zpp::plugin {
 namespace {
 
-constexpr const char* kPathNames[zppNumPaths] = {"pass-through", "qwz", "hpz", "qgz"};
+constexpr const char* kPathNames[zppNumPaths] = {"pass-through", "qwz", "hpz", "qgz", "qar"};
 constexpr const char* kLinkNames[zppNumLinks] = {"intra_node", "inter_node", "inter_rack"};
 
 std::string Host() {

@@ -17,6 +17,8 @@ const char* PathName(int path) {
       return "hpZ";
     case zppPathQgz:
       return "qgZ";
+    case zppPathQar:
+      return "qAR";
     default:
       return "?";
   }

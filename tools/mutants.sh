@@ -575,6 +575,12 @@ mutant fingerprint-says-varies src/codec/fingerprint.cc \
   '' \
   "zpp_codec_tests=*Fingerprint*"
 # Issue 29, item 2: on one node the lossy techniques pass through unless forced (both plans).
+# The compressed all-reduce (issue 28): the owner of a share decodes its own piece like every
+# other rank; keeping its exact sum would part the replicas one rounding at a time.
+mutant qar-owner-keeps-exact-sum src/engine/all_reduce_plans.cc \
+  $'  // Inside the node, exact: every local rank\'s chunk to every local rank.\n' \
+  $'  if (args.dtype == ncclFloat32) {\n    const size_t mine = static_cast<size_t>(backend.GroupRank(GroupKind::kInterNode)) * share;\n    ZPP_CHECK(backend.Memcpy(node_chunk + mine * element, owned, share * element, context.stream));\n  }\n' \
+  "zpp_sim_all_reduce_tests=QarTest.*"
 mutant plan-lossy-off-on-one-node src/plan/planner.cc \
   '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);' \
   '' \

@@ -11,7 +11,8 @@ import os
 import sys
 
 PATHS = (("qwz", "qwZ (flat quantized all-gather)"), ("hpz", "hpZ (hierarchical all-gather)"),
-         ("qgz", "qgZ (quantized reduce-scatter)"))
+         ("qgz", "qgZ (quantized reduce-scatter)"),
+         ("qar", "qAR (compressed all-reduce)"))
 OFF_NODE_LINKS = ("inter_node", "inter_rack")
 
 # What the report says when one reason made most calls pass through: {reason: text(count,

@@ -33,7 +33,8 @@ typedef enum {
   zppPathQwz = 1,         /* quantized weight all-gather */
   zppPathHpz = 2,         /* hierarchical all-gather (hits and misses) */
   zppPathQgz = 3,         /* quantized reduce-scatter */
-  zppNumPaths = 4
+  zppPathQar = 4,         /* compressed hierarchical all-reduce (ZPP_QAR) */
+  zppNumPaths = 5
 } zppPath_t;
 
 /* Why a call was passed through to NCCL. */

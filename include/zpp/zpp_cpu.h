@@ -61,6 +61,11 @@ ZPP_API ncclResult_t zppCpuAllGather(const void* sendbuff, void* recvbuff, size_
 ZPP_API ncclResult_t zppCpuReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                          ncclDataType_t datatype, zppCpuRedOp_t op, float premul,
                                          zppCpuComm_t comm);
+/* fp32, fp16 or bf16; in place when sendbuff == recvbuff. Compressed with ZPP_QAR=1, else the
+ * exact all-reduce (fp32 accumulation); every rank ends with the same bytes either way. */
+ZPP_API ncclResult_t zppCpuAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, zppCpuRedOp_t op, float premul,
+                                     zppCpuComm_t comm);
 
 /* Exact byte movement over all ranks, outside the engine and its stats: the pieces the torch
  * backend's other collectives (all-reduce, broadcast, barrier) are made of. */

@@ -35,6 +35,29 @@ zpp::Result CheckComm(zppCpuComm_t comm, const char* function) {
   return ncclSuccess;
 }
 
+zpp::Result CheckFloatDtype(ncclDataType_t dtype, const char* function) {
+  ZPP_CHECK_ARG(dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16,
+                "%s: dtype %d is not fp32, fp16 or bf16", function, static_cast<int>(dtype));
+  return ncclSuccess;
+}
+
+// The engine's reduction of a zppCpuRedOp_t.
+zpp::Result ReductionOf(zppCpuRedOp_t op, const char* function, zpp::plan::Reduction* reduction) {
+  switch (op) {
+    case zppCpuSum:
+      *reduction = zpp::plan::Reduction::kSum;
+      return ncclSuccess;
+    case zppCpuAvg:
+      *reduction = zpp::plan::Reduction::kAvg;
+      return ncclSuccess;
+    case zppCpuPreMulSum:
+      *reduction = zpp::plan::Reduction::kPreMulSum;
+      return ncclSuccess;
+  }
+  ZPP_WARN("%s: unknown reduction %d", function, static_cast<int>(op));
+  return ncclInvalidArgument;
+}
+
 }  // namespace
 
 extern "C" {
@@ -142,26 +165,26 @@ ZPP_API ncclResult_t zppCpuReduceScatter(const void* sendbuff, void* recvbuff, s
     ZPP_CHECK(CheckComm(comm, __func__));
     ZPP_CHECK_ARG(recvcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
                   "zppCpuReduceScatter: NULL buffer");
-    ZPP_CHECK_ARG(datatype == ncclFloat32 || datatype == ncclFloat16 || datatype == ncclBfloat16,
-                  "zppCpuReduceScatter: dtype %d is not fp32, fp16 or bf16",
-                  static_cast<int>(datatype));
+    ZPP_CHECK(CheckFloatDtype(datatype, __func__));
     zpp::engine::ReduceScatterArgs args{sendbuff, recvbuff, recvcount, datatype};
-    switch (op) {
-      case zppCpuSum:
-        args.reduction = zpp::plan::Reduction::kSum;
-        break;
-      case zppCpuAvg:
-        args.reduction = zpp::plan::Reduction::kAvg;
-        break;
-      case zppCpuPreMulSum:
-        args.reduction = zpp::plan::Reduction::kPreMulSum;
-        args.premul = premul;
-        break;
-      default:
-        ZPP_WARN("zppCpuReduceScatter: unknown reduction %d", static_cast<int>(op));
-        return ncclInvalidArgument;
-    }
+    ZPP_CHECK(ReductionOf(op, __func__, &args.reduction));
+    args.premul = premul;
     return comm->comm->ReduceScatter(args);
+  });
+}
+
+ZPP_API ncclResult_t zppCpuAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, zppCpuRedOp_t op, float premul,
+                                     zppCpuComm_t comm) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(count == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+                  "zppCpuAllReduce: NULL buffer");
+    ZPP_CHECK(CheckFloatDtype(datatype, __func__));
+    zpp::engine::AllReduceArgs args{sendbuff, recvbuff, count, datatype};
+    ZPP_CHECK(ReductionOf(op, __func__, &args.reduction));
+    args.premul = premul;
+    return comm->comm->AllReduce(args);
   });
 }
 

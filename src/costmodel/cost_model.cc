@@ -17,6 +17,13 @@ uint64_t Contribution(const plan::Call& call, int bits, int block) {
   return zppPieceBytes(call.count, call.dtype, bits, block);
 }
 
+// An all-reduce's share: the elements each of `ranks` ranks owns (engine/all_reduce_plans.h).
+plan::Call ShareOf(const plan::Call& call, uint64_t ranks) {
+  plan::Call share = call;
+  share.count = (call.count + ranks - 1) / ranks;
+  return share;
+}
+
 double Seconds(double bytes, double gbytes_per_s) {
   return gbytes_per_s > 0 ? bytes / (gbytes_per_s * 1e9) : 0;
 }
@@ -72,6 +79,13 @@ RankBytes BytesOf(const plan::Plan& plan, const plan::Call& call, int nodes, int
       const uint64_t intra = Contribution(call, plan.bits_intra, plan.block);
       const uint64_t inter = Contribution(call, plan.bits_inter, plan.block);
       bytes = {(g - 1) * n * intra, (n - 1) * inter};
+      break;
+    }
+    case PlanKind::kQarHierarchicalAllReduce: {  // exact inside, each share twice across
+      const plan::Call share = ShareOf(call, p);
+      const uint64_t raw_share = Contribution(share, 0, plan.block);
+      const uint64_t piece = Contribution(share, plan.bits_inter, plan.block);
+      bytes = {2 * (g - 1) * n * raw_share, 2 * (n - 1) * piece};
       break;
     }
   }
@@ -135,6 +149,15 @@ CallTime TimeOf(const plan::Plan& plan, const plan::Call& call, const ClusterMod
                 Seconds(static_cast<double>(g) * n * w_intra + n * w_inter, k.reduce_gbps) +
                 Seconds(n * w_inter + raw, k.reduce_gbps);
       break;
+    case PlanKind::kQarHierarchicalAllReduce: {
+      const plan::Call share = ShareOf(call, static_cast<uint64_t>(p));
+      const double raw_share = static_cast<double>(Contribution(share, 0, plan.block));
+      const double piece = static_cast<double>(Contribution(share, plan.bits_inter, plan.block));
+      seconds = Seconds(n * (raw_share + piece) + 4 * raw_share + piece, k.quantize_gbps) +
+                Seconds(n * piece + 4 * raw_share, k.reduce_gbps) +
+                Seconds(n * (piece + raw_share), k.dequantize_gbps);
+      break;
+    }
   }
   time.codec_us = 1e6 * seconds;
   return time;

@@ -6,7 +6,13 @@ namespace zpp::cpu {
 namespace {
 
 // The signature's low 3 bits; 0 is the set-up's.
-enum class CallKind : uint32_t { kAllGather = 1, kReduceScatter, kAllGatherBytes, kBroadcast };
+enum class CallKind : uint32_t {
+  kAllGather = 1,
+  kReduceScatter,
+  kAllGatherBytes,
+  kBroadcast,
+  kAllReduce,
+};
 
 // FNV-1a over the values every rank must agree on.
 uint32_t Signature(CallKind kind, std::initializer_list<uint64_t> values) {
@@ -51,6 +57,14 @@ transport::CallLabel ReduceScatterLabel(uint64_t number, const engine::ReduceSca
                          {args.count, uint64_t(args.dtype), uint64_t(args.reduction)}),
                "reduce_scatter (" + std::string(ReductionName(args.reduction)) + ") of " +
                    std::to_string(args.count) + " x " + plan::DtypeName(args.dtype) + " per rank");
+}
+
+transport::CallLabel AllReduceLabel(uint64_t number, const engine::AllReduceArgs& args) {
+  return Label(
+      number,
+      Signature(CallKind::kAllReduce, {args.count, uint64_t(args.dtype), uint64_t(args.reduction)}),
+      "all_reduce (" + std::string(ReductionName(args.reduction)) + ") of " +
+          std::to_string(args.count) + " x " + plan::DtypeName(args.dtype));
 }
 
 transport::CallLabel AllGatherBytesLabel(uint64_t number, size_t bytes) {

@@ -13,6 +13,7 @@ namespace zpp::cpu {
 
 transport::CallLabel AllGatherLabel(uint64_t number, const engine::AllGatherArgs& args);
 transport::CallLabel ReduceScatterLabel(uint64_t number, const engine::ReduceScatterArgs& args);
+transport::CallLabel AllReduceLabel(uint64_t number, const engine::AllReduceArgs& args);
 // The exact byte collectives torch's all_reduce, barrier and broadcast are made of.
 transport::CallLabel AllGatherBytesLabel(uint64_t number, size_t bytes);
 transport::CallLabel BroadcastLabel(uint64_t number, size_t bytes, int root);

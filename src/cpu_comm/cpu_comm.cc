@@ -256,6 +256,15 @@ Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
                [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
 }
 
+Result CpuComm::AllReduce(const engine::AllReduceArgs& args) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  log::ScopedRank scoped_rank(rank_);
+  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  transport_->BeginCall(AllReduceLabel(++calls_, args));
+  return Timed(engine::CallOf(args),
+               [&](plan::Plan* ran) { return engine_->AllReduce(args, *stream_, ran); });
+}
+
 Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);

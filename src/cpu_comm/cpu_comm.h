@@ -69,6 +69,7 @@ class CpuComm {
   // Through the engine (plans, codecs, fence, hpZ cache), counted in stats().
   Result AllGather(const engine::AllGatherArgs& args);
   Result ReduceScatter(const engine::ReduceScatterArgs& args);
+  Result AllReduce(const engine::AllReduceArgs& args);
   // Exact byte movement on the world group, outside the engine and its stats: what the
   // backend's other collectives (all-reduce, broadcast, barrier) are made of.
   Result AllGatherBytes(const void* send, void* recv, size_t bytes);

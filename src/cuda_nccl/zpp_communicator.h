@@ -33,6 +33,8 @@ class ZppCommunicator {
                            cudaStream_t stream) = 0;
   virtual Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
                                cudaStream_t stream) = 0;
+  virtual Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
+                           cudaStream_t stream) = 0;
 
   // The parent communicator is being aborted: abort the sub-communicators too (the destructor
   // destroys them otherwise).

@@ -1,4 +1,4 @@
-// The arguments of the two collectives zpp takes over, as NCCL's calls give them.
+// The arguments of the collectives zpp takes over, as NCCL's calls give them.
 #pragma once
 
 #include <nccl.h>
@@ -35,6 +35,21 @@ struct ReduceScatterArgs {
 
 inline plan::Call CallOf(const ReduceScatterArgs& args) {
   return {plan::CollectiveOp::kReduceScatter, args.count, args.dtype, args.reduction};
+}
+
+// In place when send == recv, as NCCL allows (DDP's buckets, HSDP's replica all-reduce).
+struct AllReduceArgs {
+  const void* send = nullptr;  // count elements
+  void* recv = nullptr;        // count elements: the reduction, the same bytes on every rank
+  size_t count = 0;
+  ncclDataType_t dtype = ncclFloat32;
+  plan::Reduction reduction = plan::Reduction::kSum;
+  float premul = 1.0f;  // as ReduceScatterArgs
+  const void* premul_device = nullptr;
+};
+
+inline plan::Call CallOf(const AllReduceArgs& args) {
+  return {plan::CollectiveOp::kAllReduce, args.count, args.dtype, args.reduction};
 }
 
 }  // namespace zpp::engine

@@ -4,6 +4,7 @@
 
 #include "common/nccl_types.h"
 #include "config/config.h"
+#include "engine/all_reduce_plans.h"
 #include "engine/allgather_plans.h"
 #include "engine/reduce_scatter_plans.h"
 #include "epoch/step_epoch.h"
@@ -89,6 +90,7 @@ Result Engine::UsesEnded(bool* ended) {
 
 zppPath_t PathOf(const plan::Plan& plan, plan::CollectiveOp op) {
   if (plan.kind == plan::PlanKind::kPassThrough) return zppPathPassThrough;
+  if (op == plan::CollectiveOp::kAllReduce) return zppPathQar;
   const bool gather = op == plan::CollectiveOp::kAllGather;
   const bool hierarchical = plan.kind == plan::PlanKind::kHierarchicalAllGather ||
                             plan.kind == plan::PlanKind::kHpzHitAllGather;
@@ -120,7 +122,7 @@ plan::Plan PoolPassThrough(const plan::Plan& planned) {
 
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call) {
   const zppPath_t path = PathOf(plan, call.op);
-  if (tuning_) {
+  if (tuning_ && call.op != plan::CollectiveOp::kAllReduce) {
     // What the tuner's model expected of the plan that ran, beside what the caller measures.
     // After the trials, what the chosen candidate measured; before, the model's time.
     const double expected = tuning_->table.ExpectedUs(call);
@@ -171,7 +173,12 @@ plan::Settings Engine::SettingsFor(const plan::Call& call) const {
 plan::Plan Engine::Decide(const plan::Call& call) const {
   const plan::Plan planned = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
   // ZPP_MIN_BYTES and every other reason first: the tuner only chooses among plans that run.
-  if (!tuning_ || planned.kind == plan::PlanKind::kPassThrough) return planned;
+  // Its table and cost model know the all-gather and reduce-scatter plans only: an all-reduce
+  // takes the static rule.
+  if (!tuning_ || planned.kind == plan::PlanKind::kPassThrough ||
+      call.op == plan::CollectiveOp::kAllReduce) {
+    return planned;
+  }
   plan::Plan tuned = plan::MakePlan(call, shape_, SettingsFor(call), plan::HpzState{});
   if (tuned.kind == plan::PlanKind::kPassThrough) tuned.reason = zppReasonTuned;
   return tuned;
@@ -183,6 +190,10 @@ Result Engine::AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* 
 
 Result Engine::ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen) {
   return ReduceScatter(Decide(CallOf(args)), args, stream, chosen);
+}
+
+Result Engine::AllReduce(const AllReduceArgs& args, Stream& stream, plan::Plan* chosen) {
+  return AllReduce(Decide(CallOf(args)), args, stream, chosen);
 }
 
 Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
@@ -241,6 +252,49 @@ Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& ar
   Count(ran, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call);
   CountLaunches(ran, call.op, before);
   return result;
+}
+
+Result Engine::AllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream,
+                         plan::Plan* chosen) {
+  const plan::Call call = CallOf(args);
+  ZPP_TRACE(kPlan, "allreduce count %zu %s: %s", args.count, plan::DtypeName(args.dtype).c_str(),
+            TracedPlan(plan).c_str());
+  const LaunchCounts before = backend_.launches();
+  pool_->TakeShortfall();
+  plan::Plan ran = plan;
+  Result result = RunAllReduce(plan, args, stream);
+  if (FellShort(result, before)) {
+    ran = PoolPassThrough(plan);
+    result = RunAllReduce(ran, args, stream);
+  }
+  if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
+      args.premul_device != nullptr) {
+    // The same scalar on the same bytes on every rank: the replicas stay equal.
+    result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
+                                          stream);
+  }
+  if (chosen != nullptr) *chosen = ran;
+  Count(ran, args.count * plan::DtypeBytes(args.dtype), call);
+  CountLaunches(ran, call.op, before);
+  return result;
+}
+
+Result Engine::RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream) {
+  // The exact path sums in fp32: other ops and dtypes are the caller's to reduce (NCCL under
+  // the plugin, the torch backend's exact path on the CPU).
+  if (plan.kind == plan::PlanKind::kPassThrough &&
+      (plan.reason == zppReasonRedOp || plan.reason == zppReasonDtype)) {
+    ZPP_WARN(
+        "zpp all-reduce of %zu x %s: only sum, avg and pre-multiplied sums of fp32, fp16 and "
+        "bf16 run here (%s); reduce it outside zpp",
+        args.count, plan::DtypeName(args.dtype).c_str(), PassThroughReasonName(plan.reason));
+    return ncclInvalidArgument;
+  }
+  PlanContext context{backend_, *pool_, stream};
+  if (plan.kind == plan::PlanKind::kQarHierarchicalAllReduce) {
+    return RunQarHierarchicalAllReduce(context, plan, args);
+  }
+  return RunPlainAllReduce(context, args);
 }
 
 Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {

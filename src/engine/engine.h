@@ -54,6 +54,9 @@ class Engine {
   // NCCL's semantics; `chosen`, when given, receives the plan that ran.
   Result AllGather(const AllGatherArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
   Result ReduceScatter(const ReduceScatterArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
+  // fp32, fp16 and bf16 sums (avg, pre-multiplied): a pass-through runs the exact all-reduce of
+  // the backend's collectives (the plugin forwards its pass-throughs to NCCL instead).
+  Result AllReduce(const AllReduceArgs& args, Stream& stream, plan::Plan* chosen = nullptr);
 
   // The plan a call gets on this engine, and the calls run with it: a caller that has to know
   // the plan first (the plugin forwards pass-throughs unchanged) plans once per call.
@@ -62,6 +65,8 @@ class Engine {
                    plan::Plan* chosen = nullptr);
   Result ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
                        plan::Plan* chosen = nullptr);
+  Result AllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream,
+                   plan::Plan* chosen = nullptr);
 
   const plan::Shape& shape() const { return shape_; }
   // At communicator set-up, before the ranks agree on the outcome: whatever the collective path
@@ -92,6 +97,7 @@ class Engine {
  private:
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
   Result RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream);
+  Result RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream);
   void Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call);
   // Whether a run that returned `result` failed only because the bounded pool refused a buffer
   // before any collective was enqueued (since `before`): then it passes through.

@@ -125,16 +125,20 @@ Result SumInto(PlanContext& context, const ReduceScatterArgs& args, const std::b
 
 }  // namespace
 
-float ScaleAfterSum(const ReduceScatterArgs& args, int ranks) {
-  switch (args.reduction) {
+float ScaleAfterSum(plan::Reduction reduction, float premul, const void* premul_device, int ranks) {
+  switch (reduction) {
     case plan::Reduction::kAvg:
       return 1.0f / static_cast<float>(ranks);
     case plan::Reduction::kPreMulSum:
       // A device scalar is applied after the plan (Engine), as sum(s x) = s sum(x).
-      return args.premul_device != nullptr ? 1.0f : args.premul;
+      return premul_device != nullptr ? 1.0f : premul;
     default:
       return 1.0f;
   }
+}
+
+float ScaleAfterSum(const ReduceScatterArgs& args, int ranks) {
+  return ScaleAfterSum(args.reduction, args.premul, args.premul_device, ranks);
 }
 
 Result RunQgzFlatReduceScatter(PlanContext& context, const plan::Plan& plan,

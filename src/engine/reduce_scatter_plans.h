@@ -30,7 +30,9 @@ size_t FeedbackBytes(const plan::Plan& plan, const ReduceScatterArgs& args, int 
 Result RunQgzThreeLevelReduceScatter(PlanContext& context, const plan::Plan& plan,
                                      const ReduceScatterArgs& args);
 
-// The factor applied after the sum: 1, 1/n or the pre-multiplier.
+// The factor applied after the sum: 1, 1/n or the pre-multiplier (1 for a device scalar, which
+// the engine applies after the plan).
+float ScaleAfterSum(plan::Reduction reduction, float premul, const void* premul_device, int ranks);
 float ScaleAfterSum(const ReduceScatterArgs& args, int ranks);
 
 }  // namespace zpp::engine

@@ -38,6 +38,7 @@ bool ResolveAll(void* handle, NcclFunctions* table) {
   ZPP_RESOLVE(RedOpDestroy);
   ZPP_RESOLVE(AllGather);
   ZPP_RESOLVE(ReduceScatter);
+  ZPP_RESOLVE(AllReduce);
   ZPP_RESOLVE(GetVersion);
   ZPP_RESOLVE(CommCount);
   ZPP_RESOLVE(CommUserRank);

@@ -31,6 +31,7 @@ struct NcclFunctions {
   decltype(&ncclRedOpDestroy) RedOpDestroy = nullptr;
   decltype(&ncclAllGather) AllGather = nullptr;
   decltype(&ncclReduceScatter) ReduceScatter = nullptr;
+  decltype(&ncclAllReduce) AllReduce = nullptr;
   // What zpp's own plans and set-up use (not exported by zpp).
   decltype(&ncclGetVersion) GetVersion = nullptr;
   decltype(&ncclCommCount) CommCount = nullptr;

@@ -14,7 +14,7 @@
 
 namespace zpp::plan {
 
-enum class CollectiveOp { kAllGather, kReduceScatter };
+enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce };
 
 // The reduction, as far as zpp cares: NCCL's built-in sum and avg, and the pre-multiplied sums
 // that ncclRedOpCreatePreMulSum makes (FSDP uses them). Everything else passes through.
@@ -22,7 +22,8 @@ enum class Reduction { kNone, kSum, kAvg, kPreMulSum, kOther };
 
 struct Call {
   CollectiveOp op = CollectiveOp::kAllGather;
-  uint64_t count = 0;  // elements per rank: sendcount (all-gather), recvcount (reduce-scatter)
+  // Elements per rank: sendcount (all-gather), recvcount (reduce-scatter), count (all-reduce).
+  uint64_t count = 0;
   ncclDataType_t dtype = ncclFloat32;
   Reduction reduction = Reduction::kNone;
 };
@@ -50,6 +51,8 @@ struct Settings {
   int qgz_bits_intra = 8;
   int qgz_bits_inter = 4;
   bool qgz_ef = false;  // the engine keeps the inter-node stage's residuals (engine/step_slots.h)
+  bool qar = false;     // the compressed hierarchical all-reduce (ZPP_QAR)
+  int qar_bits = 8;
   int block = 256;
   uint64_t min_bytes = 1 << 20;
   // ZPP_LOSSY_ONE_NODE: quantize on one node too, where nothing crosses a node (tests).
@@ -70,6 +73,8 @@ enum class PlanKind {
   kQgzHierarchicalReduceScatter,  // intra-node all-to-all, reduce and requantize, inter-node
                                   // all-to-all, dequantize-reduce
   kQgzThreeLevelReduceScatter,    // the same with an inter-node-in-rack and an inter-rack stage
+  kQarHierarchicalAllReduce,      // intra-node reduce-scatter, quantized reduce-scatter and
+                                  // all-gather across nodes, intra-node all-gather
 };
 
 std::string_view PlanKindName(PlanKind kind);

@@ -1,5 +1,6 @@
 #include "plan/planner.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 
@@ -102,6 +103,29 @@ Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, 
   return plan;
 }
 
+// The all-reduce of `count` elements: each rank's 1/world share (padded up) crosses nodes twice,
+// once summed toward its owner and once on the way back, as NCCL's hierarchical algorithms do;
+// plain NCCL's figure is the same at full width.
+Plan PlanAllReduce(const Call& call, const Shape& shape, const Settings& s, uint64_t plain) {
+  if (call.reduction != Reduction::kSum && call.reduction != Reduction::kAvg &&
+      call.reduction != Reduction::kPreMulSum) {
+    return PassThrough(zppReasonRedOp, plain);
+  }
+  if (!s.qar) return PassThrough(zppReasonDisabled, plain);
+  if (!shape.hierarchical_allowed) return PassThrough(zppReasonTopology, plain);
+  Plan plan;
+  plan.kind = PlanKind::kQarHierarchicalAllReduce;
+  plan.plain_off_node_bytes = plain;
+  plan.block = s.block;
+  plan.bits_inter = s.qar_bits;
+  plan.rotate = s.qar_bits == 4;  // int4 needs the rotation on gradients' heavy tails
+  const uint64_t share = AllReduceShare(call.count, shape.world);
+  plan.off_node_bytes = 2 * static_cast<uint64_t>(shape.nodes - 1) *
+                        PieceBytes(share, call.dtype, s.qar_bits, s.block);
+  if (plan.off_node_bytes > plain) return PassThrough(zppReasonSmall, plain);
+  return plan;
+}
+
 }  // namespace
 
 std::string_view PlanKindName(PlanKind kind) {
@@ -120,6 +144,8 @@ std::string_view PlanKindName(PlanKind kind) {
       return "qgz-hierarchical-reducescatter";
     case PlanKind::kQgzThreeLevelReduceScatter:
       return "qgz-three-level-reducescatter";
+    case PlanKind::kQarHierarchicalAllReduce:
+      return "qar-hierarchical-allreduce";
   }
   return "?";
 }
@@ -138,24 +164,46 @@ size_t DtypeBytes(ncclDataType_t dtype) {
   return codec_dtype ? NcclTypeBytes(dtype) : 0;
 }
 
+namespace {
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+uint64_t AllReduceShare(uint64_t count, int world) {
+  constexpr uint64_t kRun = 32;
+  return CeilDiv(CeilDiv(count, static_cast<uint64_t>(world > 0 ? world : 1)), kRun) * kRun;
+}
+
 Plan MakePlan(const Call& call, const Shape& shape, const Settings& settings, const HpzState& hpz) {
-  const size_t element = DtypeBytes(call.dtype);
-  const uint64_t shard_bytes = call.count * element;
-  // Plain NCCL's ring: each rank's shard enters every other node once.
-  const uint64_t plain = static_cast<uint64_t>(shape.nodes - 1) * shard_bytes;
+  const bool all_reduce = call.op == CollectiveOp::kAllReduce;
+  // An all-reduce's dtype counts for its size even where zpp does not reduce it (integers).
+  const size_t element = all_reduce ? NcclTypeBytes(call.dtype) : DtypeBytes(call.dtype);
+  const uint64_t nodes_away = static_cast<uint64_t>(shape.nodes - 1);
+  // Plain NCCL: each rank's shard enters every other node once (an all-reduce's share of 1/world
+  // twice: reduced, then gathered).
+  const uint64_t plain =
+      all_reduce
+          ? 2 * nodes_away * CeilDiv(call.count, static_cast<uint64_t>(std::max(shape.world, 1))) *
+                element
+          : nodes_away * call.count * element;
+  // The whole gathered, scattered or reduced buffer.
+  const uint64_t whole_bytes =
+      call.count * element * (all_reduce ? 1 : static_cast<uint64_t>(shape.world));
   if (shape.world <= 1) return PassThrough(zppReasonOneRank, plain);
-  if (element == 0) return PassThrough(zppReasonDtype, plain);
+  if (DtypeBytes(call.dtype) == 0) return PassThrough(zppReasonDtype, plain);
   if (!shape.config_agreed) return PassThrough(zppReasonConfigMismatch, plain);
-  if (call.count == 0 || shard_bytes * static_cast<uint64_t>(shape.world) < settings.min_bytes) {
+  if (call.count == 0 || whole_bytes < settings.min_bytes) {
     // The whole gathered (or scattered) buffer is what ZPP_MIN_BYTES compares with.
-    if (call.op == CollectiveOp::kReduceScatter && call.reduction == Reduction::kOther) {
+    if (call.op != CollectiveOp::kAllGather && call.reduction == Reduction::kOther) {
       return PassThrough(zppReasonRedOp, plain);
     }
     return PassThrough(zppReasonSmall, plain);
   }
   if (call.op == CollectiveOp::kAllGather) {
-    return PlanAllGather(call, shape, settings, hpz, shard_bytes, plain);
+    return PlanAllGather(call, shape, settings, hpz, call.count * element, plain);
   }
+  if (all_reduce) return PlanAllReduce(call, shape, settings, plain);
   return PlanReduceScatter(call, shape, settings, plain);
 }
 
@@ -171,6 +219,8 @@ Settings SettingsFrom(const Config& config) {
   s.qgz_bits_intra = static_cast<int>(config.qgz_bits_intra);
   s.qgz_bits_inter = static_cast<int>(config.qgz_bits_inter);
   s.qgz_ef = config.qgz_ef != 0;
+  s.qar = config.qar != 0;
+  s.qar_bits = static_cast<int>(config.qar_bits);
   s.block = static_cast<int>(config.block);
   s.min_bytes = static_cast<uint64_t>(config.min_bytes);
   s.lossy_on_one_node = config.lossy_one_node != 0;

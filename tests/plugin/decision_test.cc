@@ -1,6 +1,6 @@
 // The hooks' decisions on a communicator zpp did set up (a recording double stands in for the
-// cuda_nccl one, on a 2-node x 2-rank shape; ZPP_QWZ=1 ZPP_QGZ=1): which calls reach zpp and
-// with which arguments, and which go to NCCL under which reason.
+// cuda_nccl one, on a 2-node x 2-rank shape; ZPP_QWZ=1 ZPP_QGZ=1 ZPP_QAR=1): which calls reach zpp
+// and with which arguments, and which go to NCCL under which reason.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,6 +27,7 @@ const bool kEnvironment = [] {
   setenv("ZPP_NCCL_LIBRARY", ZPP_FAKE_NCCL, 1);
   setenv("ZPP_QWZ", "1", 1);
   setenv("ZPP_QGZ", "1", 1);
+  setenv("ZPP_QAR", "1", 1);
   return true;
 }();
 
@@ -166,6 +167,87 @@ TEST_F(DecisionTest, OpsZppDoesNotTakeGoToNccl) {
   EXPECT_TRUE(Recording().reduce_scatters.empty());
   EXPECT_EQ(FakeCalls("ncclReduceScatter"), before + 3);
   EXPECT_EQ(Reason(zppReasonRedOp), 3u);
+}
+
+// DDP's buckets are reduced in place, HSDP's out of place: both reach zpp, none NCCL.
+TEST_F(DecisionTest, AllReduceReachesZppInAndOutOfPlace) {
+  const int before = FakeCalls("ncclAllReduce");
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclAvg, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(
+      ncclAllReduce(recv_.data(), recv_.data(), kLarge, ncclBfloat16, ncclSum, comm_, nullptr),
+      ncclSuccess);
+  float host_scale = 0.25f;
+  ncclRedOp_t host_op{};
+  ASSERT_EQ(
+      ncclRedOpCreatePreMulSum(&host_op, &host_scale, ncclFloat32, ncclScalarHostImmediate, comm_),
+      ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat32, host_op, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclRedOpDestroy(host_op, comm_), ncclSuccess);
+  EXPECT_EQ(FakeCalls("ncclAllReduce"), before);
+  const auto& calls = Recording().all_reduces;
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].send, send_.data());
+  EXPECT_EQ(calls[0].recv, recv_.data());
+  EXPECT_EQ(calls[0].reduction, Reduction::kAvg);
+  EXPECT_EQ(calls[1].send, calls[1].recv);
+  EXPECT_EQ(calls[1].dtype, ncclBfloat16);
+  EXPECT_EQ(calls[1].reduction, Reduction::kSum);
+  EXPECT_EQ(calls[2].reduction, Reduction::kPreMulSum);
+  EXPECT_EQ(calls[2].premul, 0.25f);
+  for (const auto& call : calls) EXPECT_EQ(call.count, kLarge);
+}
+
+// Every all-reduce zpp does not compress goes to NCCL unchanged, its reason counted.
+TEST_F(DecisionTest, AllReducesZppDoesNotTakeGoToNcclWithTheirReasons) {
+  const int before = FakeCalls("ncclAllReduce");
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclMax, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(
+      ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclProd, comm_, nullptr),
+      ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclInt32, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat64, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), 1, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclSuccess);  // a loss or a grad norm
+  // A pre-multiplied sum made for another dtype than the call's.
+  uint16_t half_scale = zpp::codec::FloatToHalf(0.5f);
+  ncclRedOp_t half_op{};
+  ASSERT_EQ(
+      ncclRedOpCreatePreMulSum(&half_op, &half_scale, ncclFloat16, ncclScalarHostImmediate, comm_),
+      ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), recv_.data(), kLarge, ncclFloat32, half_op, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclRedOpDestroy(half_op, comm_), ncclSuccess);
+  // NCCL's own answer to a bad call is NCCL's to give.
+  EXPECT_EQ(ncclAllReduce(nullptr, recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclInvalidArgument);
+  EXPECT_TRUE(Recording().all_reduces.empty());
+  EXPECT_EQ(FakeCalls("ncclAllReduce"), before + 7);
+  EXPECT_EQ(Reason(zppReasonRedOp), 3u);
+  EXPECT_EQ(Reason(zppReasonDtype), 2u);
+  EXPECT_EQ(Reason(zppReasonSmall), 1u);
+  EXPECT_EQ(Reason(zppReasonInvalidArgs), 1u);
+}
+
+TEST_F(DecisionTest, GroupedAllReducesRunAtTheGroupEndInCallOrder) {
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(send_.data(), send_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(
+      ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+      ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(recv_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_TRUE(Recording().all_reduces.empty()) << "ran before the group end";
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ASSERT_EQ(Recording().all_reduces.size(), 2u);
+  EXPECT_EQ(Recording().all_reduces[0].send, send_.data());
+  EXPECT_EQ(Recording().all_reduces[1].send, recv_.data());
+  EXPECT_EQ(Recording().reduce_scatters.size(), 1u);
 }
 
 TEST_F(DecisionTest, GroupedCallsRunAtTheOutermostGroupEndInCallOrder) {
@@ -374,6 +456,41 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
   Recording() = {};
 }
 
+// The same with DDP's in-place all-reduce as the call under way.
+TEST(DecisionAbortTest, AbortFromAnotherThreadDuringAnAllReduce) {
+  Recording() = {};
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  Recording().during_call = [&entered, released] {
+    entered.set_value();
+    released.wait();
+  };
+  std::vector<float> data(kLarge);
+  ncclResult_t call_result = ncclInternalError;
+  std::thread training([&] {
+    call_result =
+        ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr);
+  });
+  entered.get_future().wait();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state under a running all-reduce";
+  release.set_value();
+  training.join();
+  EXPECT_EQ(call_result, ncclSuccess);
+  const int forwarded = FakeCalls("ncclAllReduce");
+  ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(FakeCalls("ncclAllReduce"), forwarded + 1);
+  EXPECT_EQ(Recording().all_reduces.size(), 1u) << "an aborted communicator ran zpp's plan";
+  Recording().device_uses_ended = true;
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);  // frees the aborted state
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(Recording().live, 0);
+  Recording() = {};
+}
+
 // A non-blocking communicator: creation answers ncclInProgress, zpp sets up at the first
 // all-gather or reduce-scatter outside a group, on a blocking duplicate of it, and runs its plans
 // there; calls before that pass through with the reason counted.
@@ -408,6 +525,11 @@ TEST(DecisionNonblockingTest, SetsUpAtTheFirstCallOnABlockingDuplicate) {
       ncclReduceScatter(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr),
       ncclSuccess);
   EXPECT_EQ(Recording().reduce_scatters.size(), 1u);
+  const int all_reduces = FakeCalls("ncclAllReduce");
+  EXPECT_EQ(ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(Recording().all_reduces.size(), 1u);
+  EXPECT_EQ(FakeCalls("ncclAllReduce"), all_reduces);
 
   const int destroys = FakeCalls("ncclCommDestroy");
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);

@@ -32,7 +32,7 @@ TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
       "ncclCommSplit", "ncclCommShrink", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",
       "ncclCommRevoke", "ncclCommGetAsyncError", "ncclGroupStart", "ncclGroupEnd",
       "ncclGroupSimulateEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclAllGather",
-      "ncclReduceScatter"};
+      "ncclReduceScatter", "ncclAllReduce"};
   EXPECT_EQ(DefinedDynamicSymbols(), expected);
 }
 

@@ -54,6 +54,13 @@ class RecordingCommunicator final : public ZppCommunicator {
     test::Recording().reduce_scatters.push_back(args);
     return ncclSuccess;
   }
+  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
+                   cudaStream_t) override {
+    EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);
+    Record();
+    test::Recording().all_reduces.push_back(args);
+    return ncclSuccess;
+  }
   void Abort() override { ++test::Recording().aborts; }
   Result DeviceUsesEnded(bool* ended) override {
     *ended = test::Recording().device_uses_ended;

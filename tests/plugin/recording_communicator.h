@@ -12,6 +12,7 @@ namespace zpp::test {
 struct Recorded {
   std::vector<engine::AllGatherArgs> all_gathers;
   std::vector<engine::ReduceScatterArgs> reduce_scatters;
+  std::vector<engine::AllReduceArgs> all_reduces;
   int live = 0;                    // communicators alive
   int aborts = 0;                  // Abort() calls
   bool device_uses_ended = false;  // what DeviceUsesEnded() answers (the device is stuck)

@@ -22,7 +22,7 @@ for _ in range(STEPS):
 assert zpp.zppGetStepEpoch(ctypes.byref(epoch)) == 0
 print("epoch", epoch.value)
 for name in ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTER", "ZPP_STATS",
-             "ZPP_STATS_DIR"):
+             "ZPP_STATS_DIR", "ZPP_QAR", "ZPP_QAR_BITS"):
     print(name, os.environ.get(name, "-"))
 print("preload", os.environ["LD_PRELOAD"])
 """
@@ -54,6 +54,14 @@ class ZppRunTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("epoch 5\n", result.stdout)
         self.assertIn("ZPP_QWZ -\n", result.stdout)
+
+    def test_qar_is_its_own_flag_outside_the_preset(self):
+        result = run("--preset", "zero++")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ZPP_QAR -\n", result.stdout)
+        result = run("--qar=4")
+        self.assertIn("ZPP_QAR 1\n", result.stdout)
+        self.assertIn("ZPP_QAR_BITS 4\n", result.stdout)
 
     def test_qwz_bits_and_stats_flags(self):
         result = run("--qwz=4", "--stats")

@@ -53,7 +53,8 @@ CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
   const int n = world.world_size();
   const size_t element = codec::ElementBytes(spec.dtype);
   const bool gather = spec.op == plan::CollectiveOp::kAllGather;
-  const size_t in_count = gather ? spec.count : spec.count * n;
+  const bool all_reduce = spec.op == plan::CollectiveOp::kAllReduce;
+  const size_t in_count = gather || all_reduce ? spec.count : spec.count * n;
   const size_t out_count = gather ? spec.count * n : spec.count;
 
   CollectiveRun run;
@@ -78,7 +79,8 @@ CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
     void* send = in_storage.data();
     std::byte* recv = reinterpret_cast<std::byte*>(out_storage.data());
     if (spec.in_place && gather) send = recv + rank * spec.count * element;
-    if (spec.in_place && !gather) {
+    if (spec.in_place && all_reduce) send = recv;
+    if (spec.in_place && !gather && !all_reduce) {
       send = recv;
       recv += rank * spec.count * element;
     }
@@ -101,13 +103,17 @@ CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
     std::vector<uint8_t> device_scalar(4);  // the sim's device memory is host memory
     codec::StoreElements(device_scalar.data(), spec.dtype, 0, 1, &spec.premul);
     Result result;
+    const void* premul_device = spec.premul_on_device ? device_scalar.data() : nullptr;
     if (gather) {
       result = engine.AllGather({send, recv, spec.count, spec.dtype}, *stream, &plans[rank]);
+    } else if (all_reduce) {
+      result = engine.AllReduce(
+          {send, recv, spec.count, spec.dtype, spec.reduction, spec.premul, premul_device}, *stream,
+          &plans[rank]);
     } else {
-      result =
-          engine.ReduceScatter({send, recv, spec.count, spec.dtype, spec.reduction, spec.premul,
-                                spec.premul_on_device ? device_scalar.data() : nullptr},
-                               *stream, &plans[rank]);
+      result = engine.ReduceScatter(
+          {send, recv, spec.count, spec.dtype, spec.reduction, spec.premul, premul_device}, *stream,
+          &plans[rank]);
     }
     if (result != ncclSuccess) ++failures;
     backend.Synchronize(*stream);

@@ -28,7 +28,7 @@ struct CollectiveRun {
 
 struct CollectiveSpec {
   plan::CollectiveOp op = plan::CollectiveOp::kAllGather;
-  size_t count = 0;  // per rank (sendcount / recvcount)
+  size_t count = 0;  // per rank (sendcount / recvcount; an all-reduce's count)
   ncclDataType_t dtype = ncclFloat32;
   plan::Reduction reduction = plan::Reduction::kSum;
   float premul = 1.0f;

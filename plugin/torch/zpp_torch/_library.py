@@ -52,6 +52,7 @@ def _load():
         "zppCpuAllGather": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuReduceScatter": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_float,
                                 comm],
+        "zppCpuAllReduce": [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_float, comm],
         "zppCpuAllGatherBytes": [c.c_void_p, c.c_void_p, c.c_size_t, comm],
         "zppCpuBroadcastBytes": [c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuCommGetStats": [comm, c.POINTER(Stats)],

@@ -5,19 +5,19 @@ import ctypes
 class Stats(ctypes.Structure):
     """zppStats_t (include/zpp/zpp.h)."""
     _fields_ = [
-        ("calls", ctypes.c_uint64 * 4),
-        ("input_bytes", ctypes.c_uint64 * 4),
+        ("calls", ctypes.c_uint64 * 5),
+        ("input_bytes", ctypes.c_uint64 * 5),
         ("passthrough", ctypes.c_uint64 * 15),
         ("sent_bytes", ctypes.c_uint64 * 3),
         ("hpz_hits", ctypes.c_uint64),
         ("hpz_misses", ctypes.c_uint64),
         ("hpz_verify_failures", ctypes.c_uint64),
         ("step_epoch", ctypes.c_uint64),
-        ("kernel_launches", ctypes.c_uint64 * 4),
-        ("collective_launches", ctypes.c_uint64 * 4),
+        ("kernel_launches", ctypes.c_uint64 * 5),
+        ("collective_launches", ctypes.c_uint64 * 5),
         ("hpz_kept_bytes_peak", ctypes.c_uint64),
-        ("predicted_us", ctypes.c_uint64 * 4),
-        ("measured_us", ctypes.c_uint64 * 4),
+        ("predicted_us", ctypes.c_uint64 * 5),
+        ("measured_us", ctypes.c_uint64 * 5),
         ("host_waits", ctypes.c_uint64),
         ("plain_off_node_bytes", ctypes.c_uint64),
         ("qgz_ef_calls", ctypes.c_uint64),
@@ -27,7 +27,7 @@ class Stats(ctypes.Structure):
     ]
 
     def as_dict(self, reason_names):
-        paths = ("pass-through", "qwz", "hpz", "qgz")
+        paths = ("pass-through", "qwz", "hpz", "qgz", "qar")
         return {
             "calls": dict(zip(paths, self.calls)),
             "input_bytes": dict(zip(paths, self.input_bytes)),

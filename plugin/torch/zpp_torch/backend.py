@@ -65,6 +65,15 @@ def _premul_factor(op):
     return float(factor)
 
 
+def _zpp_op(op, kind):
+    """zpp's reduction code and pre-multiplier for a SUM, AVG or PREMUL_SUM."""
+    if kind == ReduceOp.RedOpType.SUM:
+        return _ZPP_SUM, 1.0
+    if kind == ReduceOp.RedOpType.AVG:
+        return _ZPP_AVG, 1.0
+    return _ZPP_PREMUL_SUM, _premul_factor(op)
+
+
 def _contiguous_target(output):
     """Where a collective writes: `output` itself, or a contiguous buffer copied into it after."""
     if output.is_contiguous():
@@ -260,19 +269,13 @@ class ZppBackend(_C10dBackend):
             raise ValueError(f"zpp backend: {what}: input has {input_.numel()} elements, "
                              f"expected {self._size} x {output.numel()}")
         op = opts.reduceOp
-        premul = 1.0
         kind = op.op if hasattr(op, "op") else op
         if input_.dtype not in _REDUCE_SCATTER_DTYPES or kind not in (
                 ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM):
             # Integers, min/max/product: exact on gloo.
             self._delegated_calls["reduce_scatter"] += 1
             return self._gloo._reduce_scatter_base(output, input_, opts)
-        if kind == ReduceOp.RedOpType.SUM:
-            zpp_op = _ZPP_SUM
-        elif kind == ReduceOp.RedOpType.AVG:
-            zpp_op = _ZPP_AVG
-        else:
-            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)
+        zpp_op, premul = _zpp_op(op, kind)
         source, target = input_.contiguous(), _contiguous_target(output)
         if output.numel():
             check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
@@ -359,12 +362,32 @@ class ZppBackend(_C10dBackend):
         return result.to(dtype)
 
     def allreduce(self, tensors, opts=None):
-        self._exact_calls["all_reduce"] += 1
+        """Sums (avg, pre-multiplied) of fp32, fp16 and bf16 go through the engine, in place:
+        compressed with ZPP_QAR=1, else exact, the same bytes on every rank either way, counted in
+        the engine's stats. Other ops and dtypes are exact here, counted under exact_ops."""
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        kind = op.op if hasattr(op, "op") else op
         for tensor in tensors:
             _check_cpu("allreduce", tensor)
+            if tensor.dtype in _REDUCE_SCATTER_DTYPES and kind in (
+                    ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM):
+                self._engine_all_reduce(tensor, op, kind)
+                continue
+            self._exact_calls["all_reduce"] += 1
             tensor.copy_(self._reduce(self._gather_all(tensor, "allreduce"), op, "allreduce"))
         return _done(tensors)
+
+    def _engine_all_reduce(self, tensor, op, kind):
+        zpp_op, premul = _zpp_op(op, kind)
+        target = _contiguous_target(tensor)
+        if target is not tensor:
+            target.copy_(tensor)
+        if target.numel():
+            check(LIB.zppCpuAllReduce(target.data_ptr(), target.data_ptr(), target.numel(),
+                                      _NCCL_DTYPES[target.dtype], zpp_op, premul, self._comm),
+                  "allreduce", self._comm)
+        if target is not tensor:
+            tensor.copy_(target)
 
     def allreduce_coalesced(self, tensors, opts=None):
         return self.allreduce(tensors, opts)
