@@ -100,8 +100,9 @@ typedef struct {
    * planner's model, zpp's plans and pass-throughs alike): sent_bytes' inter-node and inter-rack
    * bytes against it are what zpp saved. */
   uint64_t plain_off_node_bytes;
-  /* ZPP_QGZ_EF: reduce-scatters whose inter-node stage kept its residual for the next step, and
-   * those that ran without one (past ZPP_EF_MAX_MB, or the pool had no room). */
+  /* ZPP_QGZ_EF and ZPP_QAR_EF: reduce-scatters and all-reduces whose inter-node stage kept its
+   * residual for the next step, and those that ran without one (past ZPP_EF_MAX_MB, or the pool
+   * had no room). */
   uint64_t qgz_ef_calls;
   uint64_t qgz_ef_without;
   /* ZPP_QWZ_DELTA: weight all-gathers whose inter-node stage sent a delta against the kept

@@ -81,6 +81,7 @@ RankBytes BytesOf(const plan::Plan& plan, const plan::Call& call, int nodes, int
       bytes = {(g - 1) * n * intra, (n - 1) * inter};
       break;
     }
+    case PlanKind::kQarFlatAllReduce:
     case PlanKind::kQarHierarchicalAllReduce: {  // exact inside, each share twice across
       const plan::Call share = ShareOf(call, p);
       const uint64_t raw_share = Contribution(share, 0, plan.block);
@@ -149,6 +150,7 @@ CallTime TimeOf(const plan::Plan& plan, const plan::Call& call, const ClusterMod
                 Seconds(static_cast<double>(g) * n * w_intra + n * w_inter, k.reduce_gbps) +
                 Seconds(n * w_inter + raw, k.reduce_gbps);
       break;
+    case PlanKind::kQarFlatAllReduce:
     case PlanKind::kQarHierarchicalAllReduce: {
       const plan::Call share = ShareOf(call, static_cast<uint64_t>(p));
       const double raw_share = static_cast<double>(Contribution(share, 0, plan.block));

@@ -238,7 +238,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
 
   // Every input here is agreed: all ranks split, or none does.
   if (shape.config_agreed && shape.hierarchical_allowed &&
-      (options.settings.hpz || options.settings.qgz)) {
+      (options.settings.hpz || options.settings.qgz || options.settings.qar)) {
     const bool split =
         backend->SplitSubCommunicators(topology, shape.rack_level_allowed) == ncclSuccess;
     ZPP_CHECK(engine::AgreeOnOutcome(exchange, split, &outcome));

@@ -6,6 +6,7 @@
 
 #include "engine/collective_args.h"
 #include "engine/plan_context.h"
+#include "engine/step_slots.h"
 #include "plan/plan.h"
 
 namespace zpp::engine {
@@ -15,8 +16,14 @@ namespace zpp::engine {
 // accumulation, the op's scale applied to the sum) and a quantized all-gather of the owners'
 // sums, every rank decoding every piece; then the intra-node all-gather of the chunks. A count
 // that world does not divide is padded with zeros in staging. In place when send == recv.
+// With `feedback` (ZPP_QAR_EF), both inter-node quantizations take their residuals in and write
+// the new ones back (QarFeedbackBytes in the slot's lease).
 Result RunQarHierarchicalAllReduce(PlanContext& context, const plan::Plan& plan,
-                                   const AllReduceArgs& args);
+                                   const AllReduceArgs& args, const StepSlots::Slot* feedback);
+
+// The residual bytes an all-reduce keeps under ZPP_QAR_EF: int8 pieces of its share, one per
+// node and one for the owner's sum.
+size_t QarFeedbackBytes(const plan::Plan& plan, const AllReduceArgs& args, int nodes, int world);
 
 // NCCL's all-reduce built of the backend's collectives (reduce-scatter then all-gather over the
 // world, fp32 accumulation, exact): what a pass-through runs where no NCCL sits underneath (the

@@ -17,7 +17,7 @@ struct Agreed {
   const char* name;
   int64_t Config::*value;
 };
-constexpr std::array<Agreed, 18> kAgreed = {{
+constexpr std::array<Agreed, 19> kAgreed = {{
     {"ZPP_QWZ", &Config::qwz},
     {"ZPP_QWZ_BITS", &Config::qwz_bits},
     {"ZPP_QWZ_ROTATE", &Config::qwz_rotate},
@@ -30,6 +30,7 @@ constexpr std::array<Agreed, 18> kAgreed = {{
     {"ZPP_QGZ_BITS_INTER", &Config::qgz_bits_inter},
     {"ZPP_QAR", &Config::qar},
     {"ZPP_QAR_BITS", &Config::qar_bits},
+    {"ZPP_QAR_EF", &Config::qar_ef},  // the residuals' staging must be taken alike
     {"ZPP_BLOCK", &Config::block},
     {"ZPP_MIN_BYTES", &Config::min_bytes},
     {"ZPP_FENCE", &Config::fence},

@@ -63,6 +63,18 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
       hpz_->set_weight_deltas(deltas_.get());
     }
   }
+  if (settings_.qar_ef && settings_.qar && shape_.nodes > 1) {
+    if (backend_.SupportsErrorFeedback()) {
+      all_reduce_feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
+    } else {
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        ZPP_WARN(
+            "ZPP_QAR_EF=1: this backend has no error-feedback kernel: the all-reduce runs "
+            "without it here");
+      });
+    }
+  }
   if (settings_.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
     if (backend_.SupportsErrorFeedback()) {
       feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
@@ -291,8 +303,16 @@ Result Engine::RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, S
     return ncclInvalidArgument;
   }
   PlanContext context{backend_, *pool_, stream};
-  if (plan.kind == plan::PlanKind::kQarHierarchicalAllReduce) {
-    return RunQarHierarchicalAllReduce(context, plan, args);
+  if (plan.kind == plan::PlanKind::kQarHierarchicalAllReduce ||
+      plan.kind == plan::PlanKind::kQarFlatAllReduce) {
+    if (!all_reduce_feedback_) return RunQarHierarchicalAllReduce(context, plan, args, nullptr);
+    StepSlots::Slot slot;
+    ZPP_CHECK(all_reduce_feedback_->Take(
+        args.count, args.dtype, QarFeedbackBytes(plan, args, shape_.nodes, shape_.world), &slot));
+    stats_.AddFeedback(slot.lease != nullptr);
+    const Result result = RunQarHierarchicalAllReduce(context, plan, args, &slot);
+    if (result == ncclSuccess) all_reduce_feedback_->Written(slot);
+    return result;
   }
   return RunPlainAllReduce(context, args);
 }

@@ -114,8 +114,9 @@ class Engine {
   std::unique_ptr<BufferPool> pool_;
   StatsCounters& stats_;
   bool warned_short_ = false;
-  std::unique_ptr<HpzCache> hpz_;         // with hpZ on a hierarchy
-  std::unique_ptr<StepSlots> feedback_;   // ZPP_QGZ_EF, where the backend has it
+  std::unique_ptr<HpzCache> hpz_;                   // with hpZ on a hierarchy
+  std::unique_ptr<StepSlots> feedback_;             // ZPP_QGZ_EF, where the backend has it
+  std::unique_ptr<StepSlots> all_reduce_feedback_;  // ZPP_QAR_EF, where the backend has it
   std::unique_ptr<WeightDeltas> deltas_;  // ZPP_QWZ_DELTA, with hpz_, where the backend has it
 };
 

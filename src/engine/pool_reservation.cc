@@ -9,7 +9,7 @@ namespace zpp::engine {
 uint64_t StagingReservationBytes(const plan::Settings& settings, const plan::Shape& shape,
                                  uint64_t pool_bytes) {
   // The planner decides from the shape and the settings alone once a call is large: a plan for
-  // a large call of either collective is a plan this communicator can run.
+  // a large call of any collective is a plan this communicator can run.
   plan::Settings any_size = settings;
   any_size.min_bytes = 0;
   constexpr uint64_t kLarge = uint64_t{1} << 24;  // elements per rank
@@ -17,7 +17,9 @@ uint64_t StagingReservationBytes(const plan::Settings& settings, const plan::Sha
                           plan::Reduction::kNone};
   const plan::Call scatter{plan::CollectiveOp::kReduceScatter, kLarge, ncclFloat32,
                            plan::Reduction::kSum};
-  for (const plan::Call& call : {gather, scatter}) {
+  const plan::Call all_reduce{plan::CollectiveOp::kAllReduce, kLarge, ncclFloat32,
+                              plan::Reduction::kSum};
+  for (const plan::Call& call : {gather, scatter, all_reduce}) {
     if (plan::MakePlan(call, shape, any_size, plan::HpzState{}).kind !=
         plan::PlanKind::kPassThrough) {
       return pool_bytes;

@@ -53,6 +53,7 @@ struct Settings {
   bool qgz_ef = false;  // the engine keeps the inter-node stage's residuals (engine/step_slots.h)
   bool qar = false;     // the compressed hierarchical all-reduce (ZPP_QAR)
   int qar_bits = 8;
+  bool qar_ef = false;  // the engine keeps the all-reduce's residuals (engine/step_slots.h)
   int block = 256;
   uint64_t min_bytes = 1 << 20;
   // ZPP_LOSSY_ONE_NODE: quantize on one node too, where nothing crosses a node (tests).
@@ -75,6 +76,8 @@ enum class PlanKind {
   kQgzThreeLevelReduceScatter,    // the same with an inter-node-in-rack and an inter-rack stage
   kQarHierarchicalAllReduce,      // intra-node reduce-scatter, quantized reduce-scatter and
                                   // all-gather across nodes, intra-node all-gather
+  kQarFlatAllReduce,              // one rank per node (HSDP's replica groups): the quantized
+                                  // reduce-scatter and all-gather over all ranks
 };
 
 std::string_view PlanKindName(PlanKind kind);

@@ -112,13 +112,18 @@ Plan PlanAllReduce(const Call& call, const Shape& shape, const Settings& s, uint
     return PassThrough(zppReasonRedOp, plain);
   }
   if (!s.qar) return PassThrough(zppReasonDisabled, plain);
-  if (!shape.hierarchical_allowed) return PassThrough(zppReasonTopology, plain);
+  // One rank on each of several nodes (HSDP's replicate groups, one GPU per node): no intra-node
+  // stage, and every rank is its own node.
+  const bool one_per_node = shape.nodes > 1 && shape.world == shape.nodes;
+  if (!shape.hierarchical_allowed && !one_per_node) return PassThrough(zppReasonTopology, plain);
   Plan plan;
-  plan.kind = PlanKind::kQarHierarchicalAllReduce;
+  plan.kind = one_per_node ? PlanKind::kQarFlatAllReduce : PlanKind::kQarHierarchicalAllReduce;
   plan.plain_off_node_bytes = plain;
   plan.block = s.block;
   plan.bits_inter = s.qar_bits;
-  plan.rotate = s.qar_bits == 4;  // int4 needs the rotation on gradients' heavy tails
+  // int4 takes the rotation for gradients' heavy tails, except under error feedback, whose
+  // kernel keeps unrotated residuals (the residual then carries what the tails lose).
+  plan.rotate = s.qar_bits == 4 && !s.qar_ef;
   const uint64_t share = AllReduceShare(call.count, shape.world);
   plan.off_node_bytes = 2 * static_cast<uint64_t>(shape.nodes - 1) *
                         PieceBytes(share, call.dtype, s.qar_bits, s.block);
@@ -146,6 +151,8 @@ std::string_view PlanKindName(PlanKind kind) {
       return "qgz-three-level-reducescatter";
     case PlanKind::kQarHierarchicalAllReduce:
       return "qar-hierarchical-allreduce";
+    case PlanKind::kQarFlatAllReduce:
+      return "qar-flat-allreduce";
   }
   return "?";
 }
@@ -221,6 +228,7 @@ Settings SettingsFrom(const Config& config) {
   s.qgz_ef = config.qgz_ef != 0;
   s.qar = config.qar != 0;
   s.qar_bits = static_cast<int>(config.qar_bits);
+  s.qar_ef = config.qar_ef != 0;
   s.block = static_cast<int>(config.block);
   s.min_bytes = static_cast<uint64_t>(config.min_bytes);
   s.lossy_on_one_node = config.lossy_one_node != 0;

@@ -21,12 +21,19 @@ using plan::PlanKind;
 using plan::Reduction;
 using sim::ClusterLayout;
 
-plan::Settings Qar(int bits) {
+plan::Settings Qar(int bits, bool feedback = false) {
   plan::Settings s;
   s.qar = true;
   s.qar_bits = bits;
+  s.qar_ef = feedback;
   s.min_bytes = 0;
   return s;
+}
+
+PlanKind KindFor(const ClusterLayout& layout) {
+  const plan::Shape shape = sim::ShapeOf(layout);
+  return shape.world == shape.nodes ? PlanKind::kQarFlatAllReduce
+                                    : PlanKind::kQarHierarchicalAllReduce;
 }
 
 CollectiveSpec AllReduce(size_t count, ncclDataType_t dtype, Reduction reduction) {
@@ -80,6 +87,8 @@ struct Shape {
 std::vector<Shape> Hierarchies() {
   return {{"2nodes_x2", ClusterLayout::Uniform(2, 2)},
           {"3nodes_x4", ClusterLayout::Uniform(3, 4)},
+          // One rank per node, as HSDP's replicate groups are: the flat plan.
+          {"4nodes_x1", ClusterLayout::Uniform(4, 1)},
           {"2racks_x2nodes_x2", ClusterLayout::Uniform(4, 2, 2)}};
 }
 
@@ -95,7 +104,9 @@ TEST(QarTest, EveryReplicaEndsWithTheSameBytesWithinTheBudget) {
     for (ncclDataType_t dtype : {ncclFloat32, ncclBfloat16, ncclFloat16}) {
       for (Reduction reduction : {Reduction::kSum, Reduction::kAvg, Reduction::kPreMulSum}) {
         for (int bits : {8, 4}) {
-          for (bool in_place : {false, true}) {
+          for (int variant = 0; variant < 3; ++variant) {
+            const bool in_place = variant == 1;
+            const bool feedback = variant == 2;  // its first step: nothing to add back yet
             // Not a multiple of the world or of a block: the padded tail is exercised.
             CollectiveSpec spec =
                 AllReduce(6007 + 1024 * shape.layout.world_size(), dtype, reduction);
@@ -103,12 +114,13 @@ TEST(QarTest, EveryReplicaEndsWithTheSameBytesWithinTheBudget) {
             spec.in_place = in_place;
             const std::string where = shape.name + " " + plan::DtypeName(dtype) + " op" +
                                       std::to_string(static_cast<int>(reduction)) + " int" +
-                                      std::to_string(bits) + (in_place ? " in-place" : "");
+                                      std::to_string(bits) + (in_place ? " in-place" : "") +
+                                      (feedback ? " feedback" : "");
             const CollectiveRun run =
-                RunCollective(shape.layout, sim::ShapeOf(shape.layout), Qar(bits), spec);
+                RunCollective(shape.layout, sim::ShapeOf(shape.layout), Qar(bits, feedback), spec);
             ASSERT_EQ(run.failures, 0) << where;
             ASSERT_TRUE(run.plans_agree) << where;
-            ASSERT_EQ(run.plan.kind, PlanKind::kQarHierarchicalAllReduce) << where;
+            ASSERT_EQ(run.plan.kind, KindFor(shape.layout)) << where;
             ExpectReplicasIdentical(run, where);
             const double error = RelativeL2(run, spec, 0);
             EXPECT_LE(error, Budget(bits)) << where;
@@ -196,8 +208,6 @@ TEST(QarTest, PassThroughsAreExactWithTheirReason) {
   const std::vector<Case> cases = {
       {"off", ClusterLayout::Uniform(2, 2), off, 5000, zppReasonDisabled},
       {"one node", ClusterLayout::Uniform(1, 4), Qar(8), 5000, zppReasonTopology},
-      // One rank per node has no intra-node level: the hierarchy the plan needs is not there.
-      {"one rank per node", ClusterLayout::Uniform(4, 1), Qar(8), 5000, zppReasonTopology},
       {"interleaved", interleaved, Qar(8), 5000, zppReasonTopology},
       {"under ZPP_MIN_BYTES", ClusterLayout::Uniform(2, 2), floor, 5000, zppReasonSmall},
       {"smaller than its pieces", ClusterLayout::Uniform(2, 2), Qar(8), 3, zppReasonSmall},

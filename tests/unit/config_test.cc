@@ -165,6 +165,7 @@ std::vector<Case> AllCases() {
   });
   add(BoolCases("ZPP_QGZ_EF", "0"));
   add(BoolCases("ZPP_QAR", "0"));
+  add(BoolCases("ZPP_QAR_EF", "0"));
   add(BitsCases("ZPP_QAR_BITS", "8", false));
   add(BoolCases("ZPP_QWZ_DELTA", "0"));
   add(BitsCases("ZPP_QWZ_DELTA_BITS", "4", true));
