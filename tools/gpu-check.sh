@@ -6,11 +6,11 @@
 #   probe        the machine (GPU, driver, NCCL, MPS) and whether CUDA can use it       20 s
 #   codec        ctest -L gpu (codec kernels bitwise = CPU reference)                  300 s
 #   codec-mem    compute-sanitizer memcheck on the codec GPU tests                     400 s
-#   plugin       4 ranks (processes on the one GPU, own NCCL_HOSTID, 2 nodes x 2) per   7 x 70 s
+#   plugin       4 ranks (processes on the one GPU, own NCCL_HOSTID, 2 nodes x 2) per   9 x 55 s
 #                mode: zpp-collective-check against plain NCCL and the CPU simulation, and
 #                a communicator's life (simulate-end, restart loop, revoke, shrink-abort)
-#   memcheck     compute-sanitizer memcheck on one small run of each mode               7 x 70 s
-#   racecheck    compute-sanitizer racecheck, likewise                                  7 x 70 s
+#   memcheck     compute-sanitizer memcheck on one small run of each mode               9 x 55 s
+#   racecheck    compute-sanitizer racecheck, likewise                                  9 x 55 s
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s
 #                deltas and error feedback (their CUDA kernels); ZPP_STATS must show
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
@@ -156,7 +156,7 @@ run_mode() {
     [[ "$name" != nccl ]] && env_vars+=(LD_PRELOAD="$libzpp")
     local prefix=()
     [[ "$sanitizer" != none ]] && prefix=(compute-sanitizer --tool "$sanitizer" --error-exitcode 3)
-    local command=(env "${env_vars[@]}" timeout 60 "${prefix[@]}" "$build/bin/zpp-collective-check"
+    local command=(env "${env_vars[@]}" timeout 55 "${prefix[@]}" "$build/bin/zpp-collective-check"
       --rank "$rank" --ranks 4 --local-size 2 --dir "$dir" --out "$dir/rank$rank.jsonl"
       --counts $counts --replays "$([[ "$sanitizer" == none ]] && echo 100 || echo 2)")
     if ((dry)); then
@@ -181,8 +181,10 @@ declare -A modes=(
   [qwz8_hpz]="ZPP_QWZ=1 ZPP_HPZ=1"
   [qgz]="ZPP_QGZ=1"
   [zero++]="ZPP_QWZ=1 ZPP_HPZ=1 ZPP_QGZ=1 ZPP_QGZ_BITS_INTRA=8 ZPP_QGZ_BITS_INTER=4"
+  [qar8]="ZPP_QAR=1 ZPP_QAR_BITS=8"
+  [qar4_ef]="ZPP_QAR=1 ZPP_QAR_BITS=4 ZPP_QAR_EF=1"
 )
-order=(nccl qwz8 qwz4 hpz qwz8_hpz qgz zero++)
+order=(nccl qwz8 qwz4 hpz qwz8_hpz qgz zero++ qar8 qar4_ef)
 
 if want plugin; then
   section "plugin: every mode against plain NCCL and the simulation"

@@ -44,7 +44,11 @@ DEFAULT_SEED = 1234  # bench/fsdp/gpt_text.py's --seed default
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 TRAIN = {"fsdp2": os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py"),
-         "deepspeed": os.path.join(ROOT, "bench", "deepspeed", "train_zero3.py")}
+         "deepspeed": os.path.join(ROOT, "bench", "deepspeed", "train_zero3.py"),
+         "ddp": os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py"),
+         "hsdp": os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py")}
+# Replicated data parallelism (issue 28): the same script, another wrapping.
+PARALLEL = {"ddp": ["--parallel", "ddp"], "hsdp": ["--parallel", "hsdp"]}
 ZPP_RUN = os.path.join(ROOT, "tools", "zpp-run")
 
 # Mode name -> zpp-run flags and extra variables. "plain" has every technique off.
@@ -101,8 +105,21 @@ DEEPSPEED_OWN = {
                "cuda": ["--backend", "nccl", "--ds-hpz", "LOCAL"]},
     "ds-zero++": {"cuda": ["--backend", "nccl", "--ds-zeropp", "LOCAL"]},
 }
+# DDP's and HSDP's modes: the compressed all-reduce, and the anchors users pick today, torch's
+# own DDP comm hooks over gloo with the bytes counted (DDP only: FSDP2 takes no DDP comm hook).
+# HSDP's zero++ on the shard group adds nothing at 2 nodes x 2: that group is inside one node.
+# Every all-reduce through zpp (ZPP_MIN_BYTES=0): at this model's size the default 1 MiB floor
+# leaves HSDP's root-module shard (74112 fp32, 4.5% of the bytes) uncompressed (ar8 0.287 of
+# plain's bytes with it, 0.254 without).
+REPLICATED_MODES = {
+    "plain": ([], {}),
+    "ar8": (["--qar=8"], {"ZPP_MIN_BYTES": "0"}),
+    "ar4+ef": (["--qar=4"], {"ZPP_QAR_EF": "1", "ZPP_MIN_BYTES": "0"}),
+}
+HOOKS = {"bf16-hook": ["--comm-hook", "bf16"], "powersgd": ["--comm-hook", "powersgd"]}
 WAITS_FOR_GPU = "waits for a GPU: DeepSpeed's CPU accelerator has no quantizer op"
 FRAMEWORKS = ("fsdp2", "deepspeed")
+ALL_FRAMEWORKS = FRAMEWORKS + ("ddp", "hsdp")
 # The reference run: the same script without zpp, over gloo on the CPU, NCCL on a GPU.
 REFERENCE = {"cpu": "gloo", "cuda": "nccl"}
 ZEROPP_LOSS_PCT = 1.0  # zero++'s final loss against plain's, at most (issue 15)
@@ -112,7 +129,7 @@ FIRST_STEPS = 50  # each reference's max_rel_diff covers these
 # reuse pattern agreed two epochs before: under FSDP2 it hits from the third step; DeepSpeed's
 # first step gathers each large parameter once only (4 such gathers, later steps 8), so the
 # pattern it gives has no reuse and the hits start in the fourth.
-STEADY_FROM = {"fsdp2": 2, "deepspeed": 3}
+STEADY_FROM = {"fsdp2": 2, "deepspeed": 3, "ddp": 2, "hsdp": 2}
 # zpp's hpZ agreement: a 16-byte record per rank and epoch, all-gathered over the world
 # (src/engine/hpz_cache.h). DeepSpeed's hpZ agrees on nothing (the reason its reuse could go
 # stale unseen), so against ds-hpz zpp's hpz may move these bytes more and no others.
@@ -120,7 +137,7 @@ AGREEMENT_RECORD_BYTES = 16
 ZPP_VARIABLES = ("ZPP_QWZ", "ZPP_QWZ_BITS", "ZPP_HPZ", "ZPP_QGZ", "ZPP_QGZ_BITS_INTRA",
                  "ZPP_QGZ_BITS_INTER", "ZPP_BLOCK", "ZPP_QWZ_ROTATE", "ZPP_STATS", "ZPP_TUNE",
                  "ZPP_QGZ_EF", "ZPP_QWZ_DELTA", "ZPP_QWZ_DELTA_BITS", "ZPP_QWZ_DELTA_REFRESH",
-                 "ZPP_MIN_BYTES")
+                 "ZPP_MIN_BYTES", "ZPP_QAR", "ZPP_QAR_BITS", "ZPP_QAR_EF")
 
 
 def parse(argv):
@@ -130,10 +147,13 @@ def parse(argv):
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=None, help="default: BUILD/convergence")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS),
-                        help=f"comma list of {', '.join(FRAMEWORKS)}")
-    parser.add_argument("--modes", default=",".join(list(MODES) + list(DEEPSPEED_OWN)),
+                        help=f"comma list of {', '.join(ALL_FRAMEWORKS)} (default: "
+                        f"{', '.join(FRAMEWORKS)})")
+    parser.add_argument("--modes", default="",
                         help=f"comma list of {', '.join(list(MODES) + list(DEEPSPEED_OWN))} "
-                        "(ds-* for deepspeed only)")
+                        "(ds-* for deepspeed only); for ddp and hsdp: "
+                        f"{', '.join(list(REPLICATED_MODES) + list(HOOKS))} (powersgd: ddp only); "
+                        "default: every mode of each framework")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--plain-seeds", type=int, default=1,
                         help="runs of plain with seeds 1234, 1235, ... (the spread of plain's "
@@ -151,14 +171,25 @@ def parse(argv):
     args.out = args.out or os.path.join(args.build, "convergence")
     args.frameworks = [f for f in args.frameworks.split(",") if f]
     for framework in args.frameworks:
-        if framework not in FRAMEWORKS:
-            parser.error(f"unknown framework {framework!r} ({', '.join(FRAMEWORKS)})")
+        if framework not in ALL_FRAMEWORKS:
+            parser.error(f"unknown framework {framework!r} ({', '.join(ALL_FRAMEWORKS)})")
     args.modes = [m for m in args.modes.split(",") if m]
+    known = list(MODES) + list(DEEPSPEED_OWN) + list(REPLICATED_MODES) + list(HOOKS)
     for mode in args.modes:
-        if mode not in MODES and mode not in DEEPSPEED_OWN:
-            parser.error(f"unknown mode {mode!r} (modes: {', '.join(MODES)}, "
-                         f"{', '.join(DEEPSPEED_OWN)})")
+        if mode not in known:
+            parser.error(f"unknown mode {mode!r} (modes: {', '.join(known)})")
     return args
+
+
+def modes_of(args, framework):
+    """The modes asked for, or every mode of the framework."""
+    if args.modes:
+        return args.modes
+    if framework == "ddp":
+        return list(REPLICATED_MODES) + list(HOOKS)
+    if framework == "hsdp":
+        return list(REPLICATED_MODES)
+    return list(MODES) + list(DEEPSPEED_OWN)
 
 
 def slug(mode):
@@ -174,7 +205,16 @@ def runs_of(args, framework):
     """(mode, runnable) in order: the reference first, then zpp's modes (plain's other seeds right
     after plain), then DeepSpeed's own."""
     runs = [] if args.no_reference else [(REFERENCE[args.device], True)]
-    for mode in args.modes:
+    replicated = framework in PARALLEL
+    for mode in modes_of(args, framework):
+        if replicated:
+            if mode in REPLICATED_MODES:
+                runs.append((mode, True))
+                if mode == "plain":
+                    runs += [(f"{SEED_RUN}{k}", True) for k in range(1, args.plain_seeds)]
+            elif mode in HOOKS and framework == "ddp" and args.device == "cpu":
+                runs.append((mode, True))  # over gloo with the bytes counted: CPU ranks only
+            continue
         if mode in MODES:
             runs.append((mode, True))
             if mode == "plain":
@@ -193,7 +233,7 @@ def run_one(args, framework, mode):
     stats_dir = os.path.join(directory, "stats")
     torchrun = [args.python, "-m", "torch.distributed.run", "--nproc-per-node", str(args.ranks),
                 "--standalone", TRAIN[framework], "--device", args.device, "--steps",
-                str(args.steps), "--csv", csv_path] + args.train_args
+                str(args.steps), "--csv", csv_path] + PARALLEL.get(framework, []) + args.train_args
     if args.device == "cuda":
         torchrun.append("--one-gpu")
     if mode.startswith(SEED_RUN):
@@ -206,17 +246,21 @@ def run_one(args, framework, mode):
     if framework == "deepspeed" and args.device == "cpu":
         env["DS_ACCELERATOR"] = "cpu"
     reference = mode == REFERENCE[args.device]
-    counted = mode in DEEPSPEED_OWN and args.device == "cpu"  # the byte counter's stats
+    # The byte counter's stats: DeepSpeed's own techniques and torch's DDP hooks, over gloo.
+    counted = (mode in DEEPSPEED_OWN or mode in HOOKS) and args.device == "cpu"
     if not reference:
         env["ZPP_LOCAL_SIZE"] = str(args.local_size)  # zpp's simulated nodes, or the counter's
     if reference:
         command = torchrun + ["--backend", mode]
+    elif mode in HOOKS:
+        command = torchrun + ["--backend", "gloo", "--count-bytes"] + HOOKS[mode] + [
+            "--stats-dir", stats_dir]
     elif mode in DEEPSPEED_OWN:
         flags = [str(args.local_size) if f == "LOCAL" else f
                  for f in DEEPSPEED_OWN[mode][args.device]]
         command = torchrun + flags + (["--stats-dir", stats_dir] if counted else [])
     else:
-        flags, variables = MODES[base_mode(mode)]
+        flags, variables = (REPLICATED_MODES if framework in PARALLEL else MODES)[base_mode(mode)]
         env.update(variables)
         command = [sys.executable, ZPP_RUN, "--lib", os.path.join(args.build, "lib", "libzpp.so")]
         backend = ["--backend", "zpp"] if args.device == "cpu" else []
@@ -241,7 +285,7 @@ def run_one(args, framework, mode):
         rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
                 for r in csv.DictReader(source)]
     stats = None
-    if not reference and (mode not in DEEPSPEED_OWN or counted):
+    if not reference and (mode not in DEEPSPEED_OWN or counted):  # (hooks: counted)
         stats = []
         for rank in range(args.ranks):
             with open(os.path.join(stats_dir, f"stats{rank}.json")) as source:
@@ -292,6 +336,21 @@ def summarize_stats(stats, steps, steady_from):
         "not_through_engine": summed("exact_ops"),
         "step_epoch": last[0].get("step_epoch"),
     }
+
+
+def replicas_identical(stats, framework, local_size):
+    """Whether every replica's parameters were bitwise equal at every step: all ranks under DDP;
+    under HSDP the ranks holding the same shard (rank % ranks per node)."""
+    def group(rank):
+        return rank % local_size if framework == "hsdp" else 0
+
+    for step in range(len(stats[0])):
+        seen = {}
+        for rank, per_step in enumerate(stats):
+            digest = per_step[step].get("param_digest")
+            if digest is None or seen.setdefault(group(rank), digest) != digest:
+                return False
+    return True
 
 
 def write_csv(path, rows):
@@ -390,6 +449,20 @@ def update_readme(path, text, marker="convergence-table", target="make convergen
         out.write(pattern.sub(lambda _: block, readme))
 
 
+def replicated_checks(summary, name, mode, entry):
+    """DDP's and HSDP's: replicas bitwise identical at every step in every zpp mode, the
+    compressed modes' all-reduces through zpp's plan, one step epoch per optimizer step."""
+    failures = []
+    if not entry.get("replicas_identical"):
+        failures.append(f"{name}: the replicas' parameters differed at some step")
+    if "--qar" in " ".join(REPLICATED_MODES[base_mode(mode)][0]) and entry["calls"]["qar"] == 0:
+        failures.append(f"{name}: no all-reduce went through the compressed plan")
+    if entry["step_epoch"] != summary["steps"]:
+        failures.append(f"{name}: the step epoch is {entry['step_epoch']} after "
+                        f"{summary['steps']} optimizer steps")
+    return failures
+
+
 def checks(summary):
     failures = []
     for framework, reference in summary["references"].items():
@@ -400,7 +473,10 @@ def checks(summary):
     entries = {(e["framework"], e["mode"]): e for e in summary["modes"] if not e.get("waits")}
     for (framework, mode), entry in entries.items():
         name = f"{framework} {mode}"
-        if mode in DEEPSPEED_OWN:
+        if mode in DEEPSPEED_OWN or mode in HOOKS:
+            continue
+        if framework in PARALLEL:
+            failures += replicated_checks(summary, name, mode, entry)
             continue
         flags = MODES[base_mode(mode)][0]
         calls = entry["calls"]
@@ -463,11 +539,18 @@ def run_framework(args, framework, summary, index, count):
                      "final_loss": final_loss(rows), "wall_seconds": wall,
                      "seconds_per_step": rows[-1][2] / max(1, len(rows) - 1),
                      "loss_csv": os.path.join(args.out, f"loss_{framework}_{slug(mode)}.csv")}
+            if mode in HOOKS:
+                entry["backend"] = "gloo (torch's DDP comm hook)"
             if stats is not None:
                 entry.update(summarize_stats(stats, len(rows), STEADY_FROM[framework]))
+                if framework in PARALLEL:
+                    entry["replicas_identical"] = replicas_identical(stats, framework,
+                                                                     args.local_size)
                 entry["steady_from_step"] = STEADY_FROM[framework]
                 line += (f", inter-node {format_bytes(entry['inter_node_bytes_per_step'])}/step, "
                          f"hpZ hits {entry['hpz_hits']}")
+                if "replicas_identical" in entry:
+                    line += f", replicas identical {entry['replicas_identical']}"
             summary["modes"].append(entry)
         print(line, flush=True)
 
@@ -497,7 +580,8 @@ def run_framework(args, framework, summary, index, count):
         reference["delta_pct"] = 0.0
     where = ("CPU ranks through zpp" if args.device == "cpu" else
              "one GPU, NCCL with libzpp.so")
-    label = {"fsdp2": "FSDP2", "deepspeed": "DeepSpeed ZeRO-3"}[framework]
+    label = {"fsdp2": "FSDP2", "deepspeed": "DeepSpeed ZeRO-3", "ddp": "DDP",
+             "hsdp": "HSDP (FSDP2, 2-D mesh)"}[framework]
     summary["plots"][framework] = plot(os.path.join(args.out, f"losses_{framework}.png"), curves,
                                        plain, f"{label}, {where}")
     return index

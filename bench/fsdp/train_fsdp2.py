@@ -1,5 +1,7 @@
 """A GPT trained on real English text with unmodified FSDP2 (fully_shard per block and at the
-root, AdamW, bf16 parameters on the wire, fp32 reduction): the run zpp is judged by, on a GPU
+root, AdamW, bf16 parameters on the wire, fp32 reduction), or with --parallel ddp (torch DDP,
+default buckets, fp32) or hsdp (FSDP2 over a (nodes x ranks per node) mesh: sharded inside a
+node, replicated across): the run zpp is judged by, on a GPU
 (NCCL, with libzpp.so preloaded by zpp-run) and on the CPU (the torch.distributed backend `zpp`
 of build/python/zpp_torch, or gloo as the reference). Model and text: gpt_text.py.
 
@@ -31,6 +33,15 @@ def parse():
     parser.add_argument("--die-rank", type=int, default=1)
     parser.add_argument("--die-how", choices=("kill", "stall"), default="kill",
                         help="tests: stall stops the rank (SIGSTOP) instead: alive and silent")
+    parser.add_argument("--parallel", choices=("fsdp2", "ddp", "hsdp"), default="fsdp2")
+    parser.add_argument("--local-size", type=int, default=None,
+                        help="hsdp: ranks per node (the shard dimension; default ZPP_LOCAL_SIZE)")
+    parser.add_argument("--comm-hook", choices=("bf16", "powersgd"),
+                        help="ddp: torch's bf16_compress_hook, or PowerSGD at rank 2 (its own "
+                             "error feedback, compressing from the third step)")
+    parser.add_argument("--count-bytes", action="store_true",
+                        help="wrap gloo to count what each collective would send across "
+                             "simulated nodes (bench/deepspeed/counted_backend.py)")
     parser.add_argument("--checkpoint",
                         help="after training, save model and optimizer to this folder with "
                              "torch.distributed.checkpoint, zero the weights, load them back and "
@@ -88,6 +99,67 @@ def preloaded_zpp_stats():
     return read
 
 
+def wrap(args, model, device, world):
+    """The module the step runs: FSDP2 per block and at the root, DDP, or HSDP."""
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    if args.parallel == "ddp":
+        # PowerSGD's hook chains its collectives in callbacks, and two buckets' chains then reach
+        # gloo in another order on each rank (a collective mismatch): one bucket for it.
+        one_bucket = {"bucket_cap_mb": 1024} if args.comm_hook == "powersgd" else {}
+        ddp = torch.nn.parallel.DistributedDataParallel(model, **one_bucket)
+        if args.comm_hook == "bf16":
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+            ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+        elif args.comm_hook == "powersgd":
+            from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+
+            state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=2,
+                                                start_powerSGD_iter=2)
+            ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        return ddp
+    mesh = None
+    if args.parallel == "hsdp":
+        from torch.distributed.device_mesh import init_device_mesh
+
+        local = args.local_size or int(os.environ.get("ZPP_LOCAL_SIZE", "1"))
+        mesh = init_device_mesh(device.type, (world // local, local),
+                                mesh_dim_names=("replicate", "shard"))
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
+    return model
+
+
+def digest(model):
+    """This rank's parameters (its shards under FSDP2 and HSDP), hashed: replicas must agree."""
+    import hashlib
+
+    import torch
+
+    sha = hashlib.sha256()
+    for parameter in model.parameters():
+        local = parameter.to_local() if hasattr(parameter, "to_local") else parameter
+        sha.update(local.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return sha.hexdigest()[:16]
+
+
+def counted_stats(snapshot):
+    """The byte counter's snapshot with its all-reduces in sent_bytes: DDP's and HSDP's traffic
+    across nodes is all-reduce (counted as a ring reduce-scatter then all-gather)."""
+    def read():
+        counted = snapshot()
+        reduced = counted["other_ops"].get("all_reduce", {})
+        counted["sent_bytes"]["inter_node"] += reduced.get("inter_node", 0)
+        counted["sent_bytes"]["intra_node"] += reduced.get("intra_node", 0)
+        return counted
+
+    return read
+
+
 def main():
     args = parse()
     rank = int(os.environ["RANK"])
@@ -95,7 +167,6 @@ def main():
         os.environ["NCCL_HOSTID"] = f"zpp-fsdp-host{rank}"  # before NCCL starts
     import torch
     import torch.distributed as dist
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     if args.device == "cuda":
         device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
@@ -106,6 +177,12 @@ def main():
         backend = args.backend or "zpp"
         if backend == "zpp":
             import zpp_torch  # noqa: F401 (registers the backend)
+        if args.count_bytes:
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
+                                            "deepspeed"))
+            import counted_backend
+
+            backend = counted_backend.register(backend)
         timeout = {}
         if args.pg_timeout is not None:
             import datetime
@@ -116,12 +193,9 @@ def main():
     torch.manual_seed(args.seed)
 
     model = gpt_text.Gpt(args.layers, args.width, args.heads, args.seq).to(device)
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for block in model.blocks:
-        fully_shard(block, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+    trained = wrap(args, model, device, world)
     parameters = sum(p.numel() for p in model.parameters())  # DTensors: global sizes
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(trained.parameters(), lr=args.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / max(args.warmup, 1)))
     batches = gpt_text.Batches(gpt_text.load_corpus(), args.batch, args.seq, args.seed, rank)
@@ -130,7 +204,10 @@ def main():
     if args.stats_dir and dist.get_backend() == "zpp":
         import zpp_torch
 
-        zpp_stats = zpp_torch.stats
+        # HSDP's collectives run on its mesh's groups: every communicator of the process.
+        zpp_stats = zpp_torch.process_stats if args.parallel == "hsdp" else zpp_torch.stats
+    elif args.stats_dir and args.count_bytes:
+        zpp_stats = counted_stats(counted_backend.snapshot)
     elif args.stats_dir:
         zpp_stats = preloaded_zpp_stats()
     per_step = []
@@ -142,7 +219,7 @@ def main():
                 print(f"rank {rank}: stalling at step {step}", flush=True)
             os.kill(os.getpid(), signal.SIGSTOP if args.die_how == "stall" else signal.SIGKILL)
         inputs, targets = (t.to(device) for t in batches.get(step))
-        loss = gpt_text.loss_of(model, inputs, targets)
+        loss = gpt_text.loss_of(trained, inputs, targets)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -151,7 +228,7 @@ def main():
         dist.all_reduce(total)
         lines.append(f"{step},{total.item() / world:.8f},{time.monotonic() - start:.3f}")
         if zpp_stats is not None:
-            per_step.append(zpp_stats())
+            per_step.append(dict(zpp_stats(), param_digest=digest(model)))
     gpt_text.write_run(args, rank, world, lines, per_step)
     if args.checkpoint:
         count = save_and_load_checkpoint(model, optimizer, args.checkpoint)

@@ -81,6 +81,23 @@ def rank_main():
     expect(stats["exact_ops"].get("all_reduce") == 2, f"exact all-reduces: {stats['exact_ops']}")
     expect(stats["pass_through"].get("small") == 1, f"pass-throughs: {stats['pass_through']}")
 
+    # HSDP's replicate groups: one rank of each node. The simulated node is the process's (its
+    # global rank over ZPP_LOCAL_SIZE), not its rank in the group, so the group spans 2 nodes
+    # and takes the flat plan.
+    replicas = [dist.new_group([0, 2]), dist.new_group([1, 3])][rank % 2]
+    backend = replicas._get_backend(torch.device("cpu"))
+    expect(backend.topology()["nodes"] == 2 and backend.topology()["local_size"] == 1,
+           f"replicate group's topology: {backend.topology()}")
+    every = inputs(torch.float32, 40000)
+    t = every[rank].clone()
+    dist.all_reduce(t, op=dist.ReduceOp.AVG, group=replicas)
+    pair = [r for r in range(n) if r % 2 == rank % 2]
+    exact = (every[pair[0]].double() + every[pair[1]].double()) / 2
+    error = ((t.double() - exact).norm() / exact.norm()).item()
+    expect(0.002 < error < 0.012, f"replicate group all_reduce: relative error {error}")
+    expect(zpp_torch.stats(replicas)["calls"]["qar"] == 1, "the replicate group's plan")
+    expect(zpp_torch.process_stats()["calls"]["qar"] == 4, "every communicator's calls summed")
+
     # Unmodified DDP: default buckets (rebuilt after the first step), replicas identical.
     torch.manual_seed(0)  # the same initial weights everywhere (DDP broadcasts them anyway)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),

@@ -10,10 +10,11 @@ through the store torch hands the backend; ZPP_LOCAL_SIZE (or ZPP_NODE_ID) group
 simulated nodes.
 """
 from ._library import ZppError
-from .backend import ZppBackend, register, stats
+from .backend import ZppBackend, process_stats, register, stats
 from .epoch import advance as step_epoch_advance
 from .epoch import current as step_epoch
 
-__all__ = ["ZppBackend", "ZppError", "register", "stats", "step_epoch", "step_epoch_advance"]
+__all__ = ["ZppBackend", "ZppError", "process_stats", "register", "stats", "step_epoch",
+           "step_epoch_advance"]
 
 register()

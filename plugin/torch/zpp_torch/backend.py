@@ -15,6 +15,7 @@ call's kind, dtype and op, the same on every rank.
 import collections
 import ctypes
 import functools
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -103,8 +104,11 @@ def _check_cpu(what, *tensors):
 class ZppBackend(_C10dBackend):
     """One communicator of the zpp engine per process group."""
 
+    _live = weakref.WeakSet()  # every communicator of the process, for process_stats()
+
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
+        ZppBackend._live.add(self)
         self._rank = rank
         self._size = size
         self._timeout = timeout
@@ -438,6 +442,27 @@ def _create(dist_options, backend_options):
 def register():
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
         dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu"])
+
+
+def _summed(into, more):
+    for key, value in more.items():
+        if isinstance(value, dict):
+            _summed(into.setdefault(key, {}), value)
+        elif key == "step_epoch":
+            into[key] = max(into.get(key, 0), value)
+        else:
+            into[key] = into.get(key, 0) + value
+    return into
+
+
+def process_stats():
+    """The counters of every zpp communicator of this process, summed (the step epoch is the
+    process's): what a rank moved over all its groups, as HSDP's 2-D mesh or DeepSpeed's
+    sub-groups spread it."""
+    total = {}
+    for backend in list(ZppBackend._live):
+        _summed(total, backend.stats())
+    return total
 
 
 def stats(group=None):
