@@ -51,15 +51,19 @@ mutants: build
 	@bash tools/mutants.sh
 
 # FSDP2 and DeepSpeed ZeRO-3 on CPU ranks through zpp in every mode, over gloo, and DeepSpeed's
-# own hpZ (bench/convergence/run.py; FRAMEWORK=fsdp2 or deepspeed runs one): loss CSVs, plots and
-# summary.json in build/convergence, the table into the README. The plot needs Debian's
-# matplotlib, which is for the system's python3 (a pyenv or venv may shadow it).
+# own hpZ (bench/convergence/run.py; FRAMEWORK=fsdp2 or deepspeed runs one; FRAMEWORK=ddp,hsdp
+# the compressed all-reduce's modes beside torch's DDP comm hooks): loss CSVs, plots and
+# summary.json in build/convergence, the table into the README (the default frameworks' only).
+# The plot needs Debian's matplotlib, which is for the system's python3 (a pyenv or venv may
+# shadow it).
+comma := ,
 FRAMEWORK ?= fsdp2,deepspeed
 convergence: build torch
 	@plot_python=$$(for p in python3 /usr/bin/python3; do \
 	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
 	  $${plot_python:-python3} bench/convergence/run.py --python "$$(bash tools/install-torch.sh)" \
-	    --build build --frameworks $(FRAMEWORK) --readme README.md
+	    --build build --frameworks $(FRAMEWORK) \
+	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme README.md)
 
 # Real time on links of known speed (root: network namespaces; tools/netbed): FSDP2 and
 # DeepSpeed ZeRO-3 on 2 nodes x 2 CPU ranks at 50, 200, 1000 and 10000 Mbit/s, gloo and every

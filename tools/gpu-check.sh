@@ -14,6 +14,9 @@
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s
 #                deltas and error feedback (their CUDA kernels); ZPP_STATS must show
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
+#   ddp          DDP (train_fsdp2.py --parallel ddp) over NCCL, then with the           3 x 100 s
+#                compressed all-reduce at 8 bits and at 4 with error feedback: qAR must
+#                take the buckets and every rank's parameter digest must agree every step
 #   deepspeed    DeepSpeed ZeRO-3 (bench/deepspeed/train_zero3.py) over NCCL, and     4 x 120 s
 #                plain / hpz / zero++ through libzpp.so (bench/convergence/run.py --check)
 #   deepspeed-own  DeepSpeed's own hpZ and full ZeRO++ (its quantizer ops are built     2 x 250 s
@@ -36,7 +39,7 @@ if [[ "${1:-}" == --dry-run ]]; then
   dry=1
   shift
 fi
-all_parts="probe codec codec-mem plugin memcheck racecheck fsdp deepspeed deepspeed-own bench
+all_parts="probe codec codec-mem plugin memcheck racecheck fsdp ddp deepspeed deepspeed-own bench
   tune codec-bench"
 all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
@@ -223,6 +226,47 @@ for tool in memcheck racecheck; do
     else note "| $mode | ERRORS or timed out |"; failures=$((failures + 1)); fi
   done
 done
+
+if want ddp; then
+  section "an unmodified framework: DDP, 4 ranks, plain NCCL and the compressed all-reduce"
+  if ((dry == 0)) && ! python3 -c "import torch.distributed" 2>/dev/null; then
+    failures=$((failures + 1)); note "- FAILED: torch is not installed here"
+  else
+    for way in "nccl::" "qar8:--qar=8:qAR" "qar4_ef:--qar=4:qAR:ZPP_QAR_EF=1"; do
+      IFS=: read -r name flags takes extra <<< "$way"
+      # shellcheck disable=SC2206
+      extra=($extra)
+      launcher=()
+      # shellcheck disable=SC2206
+      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
+      log="$work/ddp_$name.log"
+      stats="$work/ddp_${name}_stats"
+      if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=0 "${extra[@]}" timeout 100 "${launcher[@]}" \
+          python3 -m torch.distributed.run --nproc-per-node 4 bench/fsdp/train_fsdp2.py \
+          --parallel ddp --one-gpu --steps 50 --csv "$results/ddp_loss_${tag}_${name}.csv" \
+          --stats-dir "$stats" > "$log" 2>&1; then
+        ((dry)) || grep -E "final loss" "$log" | sed "s/^/    $name: /" >> "$report"
+        if [[ -n "$takes" ]] && ! run python3 tools/zpp_stats_check.py --ranks 4 --require "$takes" "$log" \
+            >> "$report" 2>&1; then
+          failures=$((failures + 1)); note "- $name: zpp did not take the all-reduces"
+        fi
+        # Replicas: every rank's parameter digest equal at every step (zpp's stats files).
+        if [[ -n "$takes" ]] && ((dry == 0)) && ! python3 - "$stats" >> "$report" 2>&1 <<'PY'
+import json, sys
+ranks = [json.load(open(f"{sys.argv[1]}/stats{r}.json"))["steps"] for r in range(4)]
+bad = [s for s in range(len(ranks[0])) if len({r[s]["param_digest"] for r in ranks}) != 1]
+print(f"    replicas identical at {len(ranks[0]) - len(bad)} of {len(ranks[0])} steps")
+sys.exit(1 if bad else 0)
+PY
+        then
+          failures=$((failures + 1)); note "- $name: the replicas' parameters differed"
+        fi
+      else
+        failures=$((failures + 1)); note "- $name: FAILED or timed out"; tail -20 "$log"
+      fi
+    done
+  fi
+fi
 
 if want fsdp; then
   section "an unmodified framework: FSDP2, 4 ranks, four ways"

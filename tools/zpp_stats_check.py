@@ -12,7 +12,7 @@ import re
 import sys
 
 HEADER = "zpp stats: per communicator and technique"
-ROW = re.compile(r"^\s*\d+\s+\d+/\d+\s+(qwZ|hpZ|qgZ|pass-through)\s+(\d+)\s")
+ROW = re.compile(r"^\s*\d+\s+\d+/\d+\s+(qwZ|hpZ|qgZ|qAR|pass-through)\s+(\d+)\s")
 
 
 def tables(text):

@@ -13,8 +13,8 @@ SOURCE, BUILD = sys.argv[1], os.path.realpath(sys.argv[2])
 sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
-PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "deepspeed",
-         "deepspeed-own", "bench", "tune", "codec-bench"]
+PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "ddp",
+         "deepspeed", "deepspeed-own", "bench", "tune", "codec-bench"]
 
 
 def dry_run(*args, cwd=SOURCE):
