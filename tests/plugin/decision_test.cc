@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <thread>
 #include <vector>
@@ -417,7 +418,10 @@ TEST_F(DecisionTest, AbortFreesZppsStateOnceItsDeviceWorkRan) {
 
 // PyTorch's watchdog aborts from its own thread while the training thread may be inside a zpp
 // call: abort returns while the call runs, and the call's communicator stays alive under it.
-TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
+// `call` makes one zpp call on `comm` (named `nccl_name` in the stand-in NCCL's counts), and
+// `recorded` counts those zpp ran.
+void AbortDuringCall(const std::function<ncclResult_t(ncclComm_t)>& call, const char* nccl_name,
+                     const std::function<size_t()>& recorded) {
   Recording() = {};
   ncclComm_t comm = nullptr;
   ncclUniqueId id{};
@@ -428,11 +432,8 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
     entered.set_value();
     released.wait();
   };
-  std::vector<float> data(kLarge * 4);
   ncclResult_t call_result = ncclInternalError;
-  std::thread training([&] {
-    call_result = ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
-  });
+  std::thread training([&] { call_result = call(comm); });
   entered.get_future().wait();
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
@@ -445,10 +446,10 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
   EXPECT_EQ(Recording().live, 1) << "abort's state was freed after the call";
   // The aborted communicator is not zpp's any more: a later call is NCCL's to answer (zpp
   // cannot tell it from a communicator made at the same address by a hook it does not have).
-  const int forwarded = FakeCalls("ncclAllGather");
-  ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
-  EXPECT_EQ(FakeCalls("ncclAllGather"), forwarded + 1);
-  EXPECT_EQ(Recording().all_gathers.size(), 1u) << "an aborted communicator ran zpp's plan";
+  const int forwarded = FakeCalls(nccl_name);
+  call(comm);
+  EXPECT_EQ(FakeCalls(nccl_name), forwarded + 1);
+  EXPECT_EQ(recorded(), 1u) << "an aborted communicator ran zpp's plan";
   Recording().device_uses_ended = true;
   ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);  // frees the aborted state
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
@@ -456,39 +457,23 @@ TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
   Recording() = {};
 }
 
+TEST(DecisionAbortTest, AbortFromAnotherThreadDuringACall) {
+  std::vector<float> data(kLarge * 4);
+  AbortDuringCall(
+      [&](ncclComm_t comm) {
+        return ncclAllGather(data.data(), data.data(), kLarge, ncclFloat32, comm, nullptr);
+      },
+      "ncclAllGather", [] { return Recording().all_gathers.size(); });
+}
+
 // The same with DDP's in-place all-reduce as the call under way.
 TEST(DecisionAbortTest, AbortFromAnotherThreadDuringAnAllReduce) {
-  Recording() = {};
-  ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);
-  std::promise<void> entered, release;
-  std::shared_future<void> released = release.get_future().share();
-  Recording().during_call = [&entered, released] {
-    entered.set_value();
-    released.wait();
-  };
   std::vector<float> data(kLarge);
-  ncclResult_t call_result = ncclInternalError;
-  std::thread training([&] {
-    call_result =
-        ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr);
-  });
-  entered.get_future().wait();
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-  EXPECT_EQ(Recording().live, 1) << "abort freed zpp's state under a running all-reduce";
-  release.set_value();
-  training.join();
-  EXPECT_EQ(call_result, ncclSuccess);
-  const int forwarded = FakeCalls("ncclAllReduce");
-  ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr);
-  EXPECT_EQ(FakeCalls("ncclAllReduce"), forwarded + 1);
-  EXPECT_EQ(Recording().all_reduces.size(), 1u) << "an aborted communicator ran zpp's plan";
-  Recording().device_uses_ended = true;
-  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);  // frees the aborted state
-  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
-  EXPECT_EQ(Recording().live, 0);
-  Recording() = {};
+  AbortDuringCall(
+      [&](ncclComm_t comm) {
+        return ncclAllReduce(data.data(), data.data(), kLarge, ncclFloat32, ncclSum, comm, nullptr);
+      },
+      "ncclAllReduce", [] { return Recording().all_reduces.size(); });
 }
 
 // A non-blocking communicator: creation answers ncclInProgress, zpp sets up at the first
