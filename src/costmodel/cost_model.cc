@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plan/planner.h"
 #include "zpp/format.h"
 
 namespace zpp::costmodel {
@@ -17,10 +18,10 @@ uint64_t Contribution(const plan::Call& call, int bits, int block) {
   return zppPieceBytes(call.count, call.dtype, bits, block);
 }
 
-// An all-reduce's share: the elements each of `ranks` ranks owns (engine/all_reduce_plans.h).
+// An all-reduce's share: the elements each of `ranks` ranks owns, as the plan pads them.
 plan::Call ShareOf(const plan::Call& call, uint64_t ranks) {
   plan::Call share = call;
-  share.count = (call.count + ranks - 1) / ranks;
+  share.count = plan::AllReduceShare(call.count, static_cast<int>(ranks));
   return share;
 }
 

@@ -89,8 +89,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
                    cudaStream_t stream) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
     // In place (send == recv) is NCCL's layout; a partial overlap is staged.
-    const bool overlaps =
-        args.send != args.recv && OverlapsNotInPlace(args.send, bytes, args.recv, bytes, 0);
+    const bool overlaps = OverlapsNotInPlace(args.send, bytes, args.recv, bytes, 0);
     return Run(stream, args, overlaps, bytes,
                [&](const engine::AllReduceArgs& run, Stream& on, plan::Plan* ran) {
                  return engine_->AllReduce(plan, run, on, ran);

@@ -11,6 +11,10 @@
 namespace zpp::engine {
 namespace {
 
+// The residuals' format, and the node's shares' before the feedback kernel: int8 in the plan's
+// blocks, unrotated (the feedback kernel's).
+codec::Format Int8Format(const plan::Plan& plan) { return {8, plan.block, false}; }
+
 // Where a plan over `padded` elements reads and writes: args' buffers when world divides count,
 // else staging (taken with the plan's other buffers, before any collective) whose input tail is
 // zero: zeros add nothing to a sum, and quantize to a zero scale.
@@ -53,8 +57,7 @@ float AllReduceScale(const AllReduceArgs& args, int world) {
 
 size_t QarFeedbackBytes(const plan::Plan& plan, const AllReduceArgs& args, int nodes, int world) {
   const size_t share = plan::AllReduceShare(args.count, world);
-  const codec::Format residual{8, plan.block, false};
-  return codec::PieceBytes(share, ncclFloat32, residual) * static_cast<size_t>(nodes + 1);
+  return codec::PieceBytes(share, ncclFloat32, Int8Format(plan)) * static_cast<size_t>(nodes + 1);
 }
 
 Result RunQarHierarchicalAllReduce(PlanContext& context, const plan::Plan& plan,
@@ -74,10 +77,9 @@ Result RunQarHierarchicalAllReduce(PlanContext& context, const plan::Plan& plan,
   const codec::Format format{plan.bits_inter, plan.block, plan.rotate};
   const size_t piece = codec::PieceBytes(share, args.dtype, format);
   const bool fed = feedback != nullptr && feedback->lease != nullptr;
-  const codec::Format residual_format{8, plan.block, false};
-  const codec::Format local_format{8, plan.block, false};
-  const size_t local_piece = codec::PieceBytes(share, args.dtype, local_format);
-  const size_t residual_piece = codec::PieceBytes(share, ncclFloat32, residual_format);
+  const codec::Format int8 = Int8Format(plan);
+  const size_t local_piece = codec::PieceBytes(share, args.dtype, int8);
+  const size_t residual_piece = codec::PieceBytes(share, ncclFloat32, int8);
 
   // Every buffer before the first collective: a refusal then passes the call through.
   Staging staging(context);
@@ -134,12 +136,12 @@ Result RunQarHierarchicalAllReduce(PlanContext& context, const plan::Plan& plan,
                  residual_piece * static_cast<size_t>(nodes + 1)};
     ZPP_CHECK(feedback->lease->fence().BeginWrite(context.stream));
     ZPP_CHECK(backend.QuantizeBatch(
-        chunk_in, share, codec::BatchMap::Strided(nodes, share, local_piece), local_format,
+        chunk_in, share, codec::BatchMap::Strided(nodes, share, local_piece), int8,
         codec::Rounding{}, {local_pieces, local_piece * nodes}, context.stream));
     ZPP_CHECK(backend.DequantizeReduceRequantizeFeedbackBatch(
-        {local_pieces, local_piece * nodes}, to_nodes, share, local_format, format,
-        codec::Rounding{}, {sent, piece * nodes}, residual_format, feedback->valid,
-        residuals.first(residual_piece * nodes), context.stream));
+        {local_pieces, local_piece * nodes}, to_nodes, share, int8, format, codec::Rounding{},
+        {sent, piece * nodes}, int8, feedback->valid, residuals.first(residual_piece * nodes),
+        context.stream));
   } else {
     ZPP_CHECK(backend.QuantizeBatch(chunk_in, share, codec::BatchMap::Strided(nodes, share, piece),
                                     format, codec::Rounding{}, {sent, piece * nodes},
@@ -151,8 +153,7 @@ Result RunQarHierarchicalAllReduce(PlanContext& context, const plan::Plan& plan,
   if (fed) {
     ZPP_CHECK(backend.DequantizeReduceRequantizeFeedbackBatch(
         {received, piece * nodes}, from_nodes, share, format, format, codec::Rounding{},
-        {sent, piece}, residual_format, feedback->valid, residuals.last(residual_piece),
-        context.stream));
+        {sent, piece}, int8, feedback->valid, residuals.last(residual_piece), context.stream));
     ZPP_CHECK(feedback->lease->fence().EndWrite(context.stream));
   } else {
     ZPP_CHECK(backend.DequantizeReduceBatch({received, piece * nodes}, from_nodes, share, format,

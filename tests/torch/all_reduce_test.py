@@ -18,10 +18,11 @@ def expect(condition, what):
 
 
 def digest(tensors):
+    import torch
+
     sha = hashlib.sha256()
     for tensor in tensors:
-        sha.update(tensor.detach().contiguous().view(-1).view(dtype=__import__("torch").uint8)
-                   .numpy().tobytes())
+        sha.update(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
     return sha.hexdigest()
 
 

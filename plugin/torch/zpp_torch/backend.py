@@ -66,6 +66,12 @@ def _premul_factor(op):
     return float(factor)
 
 
+def _engine_reduces(dtype, kind):
+    """Whether zpp's engine reduces this: sums, averages and pre-multiplied sums of floats."""
+    return dtype in _REDUCE_SCATTER_DTYPES and kind in (
+        ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM)
+
+
 def _zpp_op(op, kind):
     """zpp's reduction code and pre-multiplier for a SUM, AVG or PREMUL_SUM."""
     if kind == ReduceOp.RedOpType.SUM:
@@ -274,8 +280,7 @@ class ZppBackend(_C10dBackend):
                              f"expected {self._size} x {output.numel()}")
         op = opts.reduceOp
         kind = op.op if hasattr(op, "op") else op
-        if input_.dtype not in _REDUCE_SCATTER_DTYPES or kind not in (
-                ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM):
+        if not _engine_reduces(input_.dtype, kind):
             # Integers, min/max/product: exact on gloo.
             self._delegated_calls["reduce_scatter"] += 1
             return self._gloo._reduce_scatter_base(output, input_, opts)
@@ -373,8 +378,7 @@ class ZppBackend(_C10dBackend):
         kind = op.op if hasattr(op, "op") else op
         for tensor in tensors:
             _check_cpu("allreduce", tensor)
-            if tensor.dtype in _REDUCE_SCATTER_DTYPES and kind in (
-                    ReduceOp.RedOpType.SUM, ReduceOp.RedOpType.AVG, ReduceOp.RedOpType.PREMUL_SUM):
+            if _engine_reduces(tensor.dtype, kind):
                 self._engine_all_reduce(tensor, op, kind)
                 continue
             self._exact_calls["all_reduce"] += 1
