@@ -69,14 +69,16 @@ convergence: build torch
 # DeepSpeed ZeRO-3 on 2 nodes x 2 CPU ranks at 50, 200, 1000 and 10000 Mbit/s, gloo and every
 # zpp mode side by side (bench/netbench/run.py): results and plot in bench/results/netbench_cpu.*,
 # the table into the README. About 25 minutes on 2 quiet cores; NETBENCH_FLAGS="--rates 50,1000
-# --modes plain,auto" narrows it. The plot needs matplotlib, as for convergence.
+# --modes plain,auto" narrows it. FRAMEWORK=ddp,hsdp times DDP's and HSDP's modes (compressed
+# all-reduce, torch's comm hooks) instead, into bench/results/netbench_replicated_cpu.*. The plot
+# needs matplotlib, as for convergence.
 NETBENCH_FLAGS ?=
 netbench: build torch
 	@plot_python=$$(for p in python3 /usr/bin/python3; do \
 	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
 	  $${plot_python:-python3} bench/netbench/run.py --python "$$(bash tools/install-torch.sh)" \
-	    --build build --frameworks $(FRAMEWORK) --results bench/results --readme README.md \
-	    $(NETBENCH_FLAGS)
+	    --build build --frameworks $(FRAMEWORK) --results bench/results \
+	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme README.md) $(NETBENCH_FLAGS)
 
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps

@@ -35,7 +35,8 @@ def parse():
                         help="tests: stall stops the rank (SIGSTOP) instead: alive and silent")
     parser.add_argument("--parallel", choices=("fsdp2", "ddp", "hsdp"), default="fsdp2")
     parser.add_argument("--local-size", type=int, default=None,
-                        help="hsdp: ranks per node (the shard dimension; default ZPP_LOCAL_SIZE)")
+                        help="hsdp: ranks per node (the shard dimension; default ZPP_LOCAL_SIZE, "
+                        "else LOCAL_WORLD_SIZE)")
     parser.add_argument("--comm-hook", choices=("bf16", "powersgd"),
                         help="ddp: torch's bf16_compress_hook, or PowerSGD at rank 2 (its own "
                              "error feedback, compressing from the third step)")
@@ -124,7 +125,9 @@ def wrap(args, model, device, world):
     if args.parallel == "hsdp":
         from torch.distributed.device_mesh import init_device_mesh
 
-        local = args.local_size or int(os.environ.get("ZPP_LOCAL_SIZE", "1"))
+        # Simulated nodes (ZPP_LOCAL_SIZE), else torchrun's ranks on this host.
+        local = args.local_size or int(os.environ.get("ZPP_LOCAL_SIZE") or
+                                       os.environ.get("LOCAL_WORLD_SIZE", "1"))
         mesh = init_device_mesh(device.type, (world // local, local),
                                 mesh_dim_names=("replicate", "shard"))
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -193,6 +196,12 @@ def main():
     torch.manual_seed(args.seed)
 
     model = gpt_text.Gpt(args.layers, args.width, args.heads, args.seq).to(device)
+    if args.parallel == "ddp" and rank == 0:
+        # DDP's construction broadcasts the module's state from rank 0: bytes that no collective
+        # of a step moves (bench/netbench/run.py adds them to the counted bytes it checks).
+        state = [t for t in list(model.parameters()) + list(model.buffers())]
+        print(f"ddp init sync: {sum(t.numel() * t.element_size() for t in state)} bytes "
+              "broadcast from rank 0", flush=True)
     trained = wrap(args, model, device, world)
     parameters = sum(p.numel() for p in model.parameters())  # DTensors: global sizes
     optimizer = torch.optim.AdamW(trained.parameters(), lr=args.lr, weight_decay=0.01)

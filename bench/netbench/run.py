@@ -7,6 +7,13 @@ timed by the script itself, side by side in one run.
         [--rates 50,200,1000,10000] [--modes gloo,plain,zero++,int4,auto] [--steps 20]
         [--out build/netbench] [--results bench/results] [--wire-check]
 
+Frameworks ddp and hsdp (torch DDP, and FSDP2 over a (nodes x ranks-per-node) mesh) run the
+same script with the replicated modes of the convergence harness: plain, ar8, ar4+ef (zpp's
+compressed all-reduce) and, for DDP, torch's own comm hooks over gloo (bf16-hook, powersgd),
+whose inter-node bytes are the byte counter's ring model (bench/deepspeed/counted_backend.py),
+not zpp's count, and so stay out of --wire-check. Their results go to
+netbench_replicated_cpu.{json,md,png}, beside FSDP2's and DeepSpeed's netbench_cpu.*.
+
 Each run is `tools/netbed run --nodes 2` with one torchrun per node (--nnodes 2, rendezvous on
 node 0), 2 ranks per node, the ranks grouped by zpp's own topology discovery (each node has its
 own host name; no ZPP_LOCAL_SIZE). gloo is the same script over gloo on the same links; the zpp
@@ -50,6 +57,10 @@ MODES["auto"] = (convergence.MODES["int4"][0],
                  dict(convergence.MODES["int4"][1], ZPP_TUNE="auto", ZPP_DEBUG="INFO",
                       ZPP_DEBUG_SUBSYS="TUNE"))
 ALL_MODES = ["gloo", "plain", "zero++", "int4", "auto"]
+# DDP and HSDP: the compressed all-reduce's modes and torch's DDP comm hooks (DDP only).
+REPLICATED = ("ddp", "hsdp")
+REPLICATED_MODES = dict(convergence.REPLICATED_MODES)
+ALL_REPLICATED_MODES = ["gloo"] + list(REPLICATED_MODES) + list(convergence.HOOKS)
 RATES = [50, 200, 1000, 10000]
 FIRST_TIMED_STEP = 5  # steps before it warm up (hpZ reuse starts at the third or fourth)
 WIRE_TOLERANCE = 0.02
@@ -68,7 +79,9 @@ def parse(argv):
     parser.add_argument("--frameworks", default=",".join(convergence.FRAMEWORKS))
     parser.add_argument("--rates", default=",".join(map(str, RATES)), help="Mbit/s, comma list")
     parser.add_argument("--delay-ms", type=float, default=0.5)
-    parser.add_argument("--modes", default=",".join(ALL_MODES))
+    parser.add_argument("--modes", default=None,
+                        help=f"default: {','.join(ALL_MODES)} (fsdp2, deepspeed), "
+                        f"{','.join(ALL_REPLICATED_MODES)} (ddp, hsdp; powersgd: ddp only)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--ranks-per-node", type=int, default=2)
@@ -79,14 +92,42 @@ def parse(argv):
     args = parser.parse_args(argv)
     args.out = args.out or os.path.join(args.build, "netbench")
     args.frameworks = [f for f in args.frameworks.split(",") if f]
+    for framework in args.frameworks:
+        if framework not in convergence.ALL_FRAMEWORKS:
+            parser.error(f"unknown framework {framework!r} "
+                         f"({', '.join(convergence.ALL_FRAMEWORKS)})")
     args.rates = [float(r) for r in args.rates.split(",") if r]
-    args.modes = [m for m in args.modes.split(",") if m]
+    if args.modes is None:
+        args.modes = list(dict.fromkeys(
+            m for f in args.frameworks
+            for m in (ALL_REPLICATED_MODES if f in REPLICATED else ALL_MODES)))
+    else:
+        args.modes = [m for m in args.modes.split(",") if m]
+    known = ["gloo"] + list(MODES) + list(REPLICATED_MODES) + list(convergence.HOOKS)
     for mode in args.modes:
-        if mode != "gloo" and mode not in MODES:
-            parser.error(f"unknown mode {mode!r} (gloo, {', '.join(MODES)})")
+        if mode not in known:
+            parser.error(f"unknown mode {mode!r} ({', '.join(dict.fromkeys(known))})")
     if args.steps <= FIRST_TIMED_STEP + 2:
         parser.error(f"--steps must be more than {FIRST_TIMED_STEP + 2}")
     return args
+
+
+def runs_mode(framework, mode):
+    """Whether a framework has this mode: the replicated ones theirs, the others theirs."""
+    if mode == "gloo":
+        return True
+    if framework in REPLICATED:
+        return mode in REPLICATED_MODES or (mode in convergence.HOOKS and framework == "ddp")
+    return mode in MODES
+
+
+def counted_by_zpp(mode):
+    """zpp counted this run's inter-node bytes (the hooks' are the byte counter's model)."""
+    return mode != "gloo" and mode not in convergence.HOOKS
+
+
+def results_stem(frameworks):
+    return "netbench_replicated_cpu" if set(frameworks) <= set(REPLICATED) else "netbench_cpu"
 
 
 def node_command(args, framework, mode, nodes, ranks_per_node, directory):
@@ -95,7 +136,11 @@ def node_command(args, framework, mode, nodes, ranks_per_node, directory):
                 "--node-rank", "{node}", "--nproc-per-node", str(ranks_per_node),
                 "--master-addr", "{master}", "--master-port", str(PORT),
                 convergence.TRAIN[framework], "--device", "cpu", "--steps", str(args.steps),
-                "--csv", os.path.join(directory, "loss.csv")]
+                "--csv", os.path.join(directory, "loss.csv")] + convergence.PARALLEL.get(
+                    framework, [])
+    if framework == "hsdp":
+        # The mesh of the 2-node runs in the 1-node run too: the same shards, no link between.
+        torchrun += ["--local-size", str(args.ranks_per_node)]
     env = {k: v for k, v in os.environ.items()
            if k not in convergence.ZPP_VARIABLES and k not in ("ZPP_TUNE", "ZPP_LOCAL_SIZE")}
     env["PYTHONPATH"] = os.pathsep.join(
@@ -106,7 +151,13 @@ def node_command(args, framework, mode, nodes, ranks_per_node, directory):
         env["DS_ACCELERATOR"] = "cpu"
     if mode == "gloo":
         return torchrun + ["--backend", "gloo"], env
-    flags, variables = MODES[mode]
+    if mode in convergence.HOOKS:
+        # The byte counter places global rank r on node r // ZPP_LOCAL_SIZE, as torchrun's
+        # --node-rank numbering does here.
+        env["ZPP_LOCAL_SIZE"] = str(ranks_per_node)
+        return torchrun + ["--backend", "gloo", "--count-bytes"] + convergence.HOOKS[mode] + [
+            "--stats-dir", os.path.join(directory, "stats")], env
+    flags, variables = (REPLICATED_MODES if framework in REPLICATED else MODES)[mode]
     env.update(variables)
     command = [sys.executable, convergence.ZPP_RUN, "--lib",
                os.path.join(args.build, "lib", "libzpp.so")] + flags + ["--"]
@@ -188,17 +239,31 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
     }
     if mode == "auto":
         entry["tuner"] = tuner_lines(directory)
-    if mode != "gloo":
+    if mode != "gloo":  # (hooks: the byte counter's stats)
         steady, total, summed = step_stats(directory, nodes * ranks_per_node, FIRST_TIMED_STEP,
                                            len(rows) - 1)
         entry.update({"inter_node_bytes_per_step": steady, "counted_bytes_total": total,
                       "plans": summed})
-        entry["wire_over_counted"] = (links["payload_bytes"]["up"] / total) if total else None
+        # DDP's construction broadcasts rank 0's state to every other rank: outside every step's
+        # collectives and outside zpp's stats (the CPU backend's exact broadcast), on the wire.
+        entry["uncounted_bytes"] = init_sync_bytes(directory) * (nodes - 1) * ranks_per_node
+        entry["wire_over_counted"] = (
+            links["payload_bytes"]["up"] / (total + entry["uncounted_bytes"])
+            if total and counted_by_zpp(mode) else None)
     if rate:
         # The floor: what one node sends per step through its link at the rate.
         per_step = entry["inter_node_bytes_per_step"] or entry["wire_bytes_per_step"]
         entry["floor_comm_s"] = per_step / nodes * 8 / (rate * 1e6)
     return entry
+
+
+def init_sync_bytes(directory):
+    """The bytes DDP's construction broadcast from rank 0 (its script's log line), or 0."""
+    with open(os.path.join(directory, "node0.log"), errors="replace") as log:
+        for line in log:
+            if line.startswith("ddp init sync: "):
+                return int(line.split()[3])
+    return 0
 
 
 def tuner_lines(directory):
@@ -319,7 +384,8 @@ def wire_failures(summary):
         if abs(ratio - 1) > WIRE_TOLERANCE:
             failures.append(f"{entry['framework']} {entry['mode']} at {entry['rate_mbit']:g} "
                             f"Mbit/s: the links carried {entry['wire_bytes_total']} payload "
-                            f"bytes, zpp counted {entry['counted_bytes_total']} "
+                            f"bytes, zpp counted {entry['counted_bytes_total']} (and "
+                            f"{entry['uncounted_bytes']} outside its stats) "
                             f"({ratio:.4f}x, at most {WIRE_TOLERANCE:.0%} apart)")
     return failures
 
@@ -347,7 +413,8 @@ def main(argv):
                "timed_steps": f"{FIRST_TIMED_STEP}-{args.steps - 1}",
                "delay_ms_asked": args.delay_ms, "baseline": {}, "runs": []}
     plan = [(f, "plain", 0) for f in args.frameworks] if not args.no_baseline else []
-    plan += [(f, m, r) for f in args.frameworks for r in args.rates for m in args.modes]
+    plan += [(f, m, r) for f in args.frameworks for r in args.rates for m in args.modes
+             if runs_mode(f, m)]
     for index, (framework, mode, rate) in enumerate(plan, 1):
         if rate == 0:
             entry = run_one(args, framework, mode, 0, 1, args.nodes * args.ranks_per_node)
@@ -369,14 +436,15 @@ def main(argv):
         json.dump(summary, out, indent=1)
     if args.results:
         os.makedirs(args.results, exist_ok=True)
-        with open(os.path.join(args.results, "netbench_cpu.json"), "w") as out:
+        stem = os.path.join(args.results, results_stem(args.frameworks))
+        with open(stem + ".json", "w") as out:
             json.dump(summary, out, indent=1)
-        with open(os.path.join(args.results, "netbench_cpu.md"), "w") as out:
+        with open(stem + ".md", "w") as out:
             out.write(f"# zpp on shaped links (tools/netbed), CPU ranks\n\n- {summary['machine']}; "
                       f"commit {summary['commit']}; {summary['date']}\n- {args.nodes} nodes x "
                       f"{args.ranks_per_node} ranks, {args.steps} steps, median over steps "
                       f"{summary['timed_steps']}; wall {summary['wall_seconds']} s\n\n{text}")
-        plot(os.path.join(args.results, "netbench_cpu.png"), summary)
+        plot(stem + ".png", summary)
     if args.readme:
         convergence.update_readme(args.readme, text, "netbench-table", "make netbench")
     print(text, end="")
