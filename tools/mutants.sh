@@ -142,8 +142,8 @@ mutant qgz-planner-intra-bits src/plan/planner.cc \
   '  plan.bits_intra = s.qgz_bits_inter;' \
   "zpp_unit_planner_bits_tests=* zpp_sim_qgz_tests=*"
 mutant decision-min-bytes src/plan/planner.cc \
-  'if (call.count == 0 || shard_bytes * static_cast<uint64_t>(shape.world) < settings.min_bytes) {' \
-  'if (call.count == 0 || shard_bytes < settings.min_bytes) {' \
+  '      call.count * element * (all_reduce ? 1 : static_cast<uint64_t>(shape.world));' \
+  '      call.count * element;' \
   "zpp_unit_tests=Planner*"
 mutant decision-dtype src/plan/planner.cc \
   'dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;' \
@@ -243,8 +243,8 @@ mutant config-power-of-two src/config/env_parse.cc \
   '*value % 2 != 0' \
   "zpp_unit_tests=*Config*"
 mutant config-bits src/config/env_parse.cc \
-  '  if (spec.kind == Kind::kBits && *value != 4 && *value != 8) {' \
-  '  if (spec.kind == Kind::kBits && (*value < 4 || *value > 8)) {' \
+  '      ((*value != 2 && *value != 4 && *value != 8) || *value < spec.min || *value > spec.max)) {' \
+  '      (*value < spec.min || *value > spec.max)) {' \
   "zpp_unit_tests=*Config*"
 mutant config-byte-suffix src/config/env_parse.cc \
   '        shift = 20;' \
@@ -435,8 +435,8 @@ mutant torch-same-dtype plugin/torch/zpp_torch/backend.py \
   "ctest=TorchBackendOps@300"
 # What zpp does not reduce goes to the inner gloo group (issue 29, item 8): min/max/product too.
 mutant torch-unsupported-op-on-gloo plugin/torch/zpp_torch/backend.py \
-  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES or kind not in (' \
-  '        if input_.dtype not in _REDUCE_SCATTER_DTYPES and kind not in (' \
+  '    return dtype in _REDUCE_SCATTER_DTYPES and kind in (' \
+  '    return dtype in _REDUCE_SCATTER_DTYPES or kind in (' \
   "ctest=TorchBackendOps@300"
 mutant torch-gather-on-gloo plugin/torch/zpp_torch/backend.py \
   '    gather = _delegated("gather")' \
@@ -448,8 +448,8 @@ mutant torch-split-group plugin/torch/zpp_torch/backend.py \
   $'    def supports_splitting(self):\n        return False' \
   "ctest=TorchBackendOps@300"
 mutant torch-premul-factor plugin/torch/zpp_torch/backend.py \
-  '            zpp_op, premul = _ZPP_PREMUL_SUM, _premul_factor(op)' \
-  '            zpp_op, premul = _ZPP_SUM, 1.0' \
+  '    return _ZPP_PREMUL_SUM, _premul_factor(op)' \
+  '    return _ZPP_SUM, 1.0' \
   "ctest=TorchBackendOps@300"
 mutant torch-bytes-count plugin/torch/zpp_torch/backend.py \
   '            dtype, count = _NCCL_UINT8, source.numel() * source.element_size()' \
@@ -600,6 +600,13 @@ mutant cpu-switch-maps-gloo tools/zpp_python/sitecustomize.py \
   '        return "cpu:zpp,cuda:gloo" if cuda_available else "zpp"' \
   '        return backend' \
   "ctest=ZppRun@120"
+
+# ZPP_LOCAL_SIZE's simulated nodes are blocks of the launcher's global ranks, so that a
+# sub-communicator (HSDP's replicate group) sits on its processes' nodes, not on one.
+mutant topology-local-size-by-communicator-rank src/topology/grouping.cc \
+  '      keys[r] = (by_launcher ? records[r].launcher_rank : static_cast<int64_t>(r)) / local_size;' \
+  '      keys[r] = static_cast<int64_t>(r) / local_size;' \
+  "zpp_topology_tests=*LocalSize*"
 
 # ---- The run. ----
 

@@ -1,5 +1,7 @@
 #include "topology/discovery.h"
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +13,17 @@
 #include "topology/str_cat.h"
 
 namespace zpp::topology {
+
+int64_t LauncherRank(const config::EnvLookup& env) {
+  const std::optional<std::string> text = env("RANK");
+  if (!text || text->empty() || text->size() > 18) return -1;
+  int64_t rank = 0;
+  for (const char c : *text) {
+    if (c < '0' || c > '9') return -1;
+    rank = rank * 10 + (c - '0');
+  }
+  return rank;
+}
 
 void LogFindings(const Topology& topology, int rank, bool hierarchy_requested) {
   for (const Finding& finding : topology.findings) {
@@ -42,6 +55,7 @@ Result DiscoverTopology(const Config& config, const config::EnvLookup& env, cons
   inputs.local_device = local.local_device;
   inputs.node_id_override = static_cast<int>(config.node_id);
   inputs.local_size_override = static_cast<int>(config.local_size);
+  inputs.launcher_rank = LauncherRank(env);
   const RankRecord mine = MakeRankRecord(inputs, local.picture);
 
   std::vector<std::byte> all(static_cast<size_t>(size) * sizeof(RankRecord));

@@ -3,6 +3,8 @@
 // communicator.
 #pragma once
 
+#include <cstdint>
+
 #include "common/result.h"
 #include "config/config.h"
 #include "topology/byte_all_gather.h"
@@ -28,6 +30,11 @@ struct LocalFacts {
 // the caller must pass the communicator's calls through to NCCL.
 Result DiscoverTopology(const Config& config, const config::EnvLookup& env, const LocalFacts& local,
                         ByteAllGather& exchange, Topology* topology);
+
+// The launcher's global rank of this process (torchrun's and DeepSpeed's RANK), -1 when unset or
+// not a number. ZPP_LOCAL_SIZE numbers simulated nodes by it, so that every communicator of a
+// process, sub-communicators included, places the process on the same node.
+int64_t LauncherRank(const config::EnvLookup& env);
 
 // Logs the findings once per communicator: on `rank` 0 input problems are WARNs, shapes that
 // rule out hierarchical plans are WARNs when `hierarchy_requested` (hpZ or qgZ on) and INFO

@@ -1,5 +1,6 @@
 #include "topology/grouping.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <utility>
@@ -36,6 +37,17 @@ std::string RankList(const std::vector<int>& ranks) {
 
 void Add(Topology* topology, Finding::Kind kind, std::string text) {
   topology->findings.push_back({kind, std::move(text)});
+}
+
+bool LauncherRanksDistinct(std::span<const RankRecord> records) {
+  std::vector<int64_t> ranks;
+  ranks.reserve(records.size());
+  for (const RankRecord& record : records) {
+    if (record.launcher_rank < 0) return false;
+    ranks.push_back(record.launcher_rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
 }
 
 // The node key of every rank, and what it came from.
@@ -76,7 +88,19 @@ std::pair<GroupingBasis, std::vector<int64_t>> NodeKeys(std::span<const RankReco
                RankAt(records, disagreeing), ": ", show(records[disagreeing].local_size_override),
                "); zpp ignores ZPP_LOCAL_SIZE for this communicator"));
   } else if (local_size > 0) {
-    for (size_t r = 0; r < n; ++r) keys[r] = static_cast<int64_t>(r) / local_size;
+    // Blocks of the launcher's global ranks when every rank has a distinct one: a sub-communicator
+    // (HSDP's mesh groups, DeepSpeed's) then sits on the simulated nodes of its processes. Blocks
+    // of communicator ranks otherwise (ranks that are threads of one process share one RANK).
+    const bool by_launcher = LauncherRanksDistinct(records);
+    if (!by_launcher && std::any_of(records.begin(), records.end(),
+                                    [](const RankRecord& r) { return r.launcher_rank >= 0; })) {
+      Add(topology, Finding::Kind::kNote,
+          "ZPP_LOCAL_SIZE: RANK is missing or repeated among this communicator's ranks; zpp "
+          "numbers its simulated nodes by communicator rank");
+    }
+    for (size_t r = 0; r < n; ++r) {
+      keys[r] = (by_launcher ? records[r].launcher_rank : static_cast<int64_t>(r)) / local_size;
+    }
     return {GroupingBasis::kLocalSizeOverride, keys};
   }
 

@@ -30,6 +30,7 @@ RankRecord MakeRankRecord(const RankRecordInputs& inputs, const LocalPicture& pi
   record.local_device = inputs.local_device;
   record.node_id_override = inputs.node_id_override;
   record.local_size_override = inputs.local_size_override;
+  record.launcher_rank = inputs.launcher_rank;
   record.rack_source = static_cast<uint32_t>(inputs.rack.source);
   const std::string_view host = inputs.host.name;
   CopyField(host.substr(0, host.find('.')), record.host_name);

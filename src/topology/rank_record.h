@@ -21,12 +21,13 @@ namespace zpp::topology {
 inline constexpr uint32_t kRankRecordMagic = 0x54505a5a;  // "ZZPT" in memory order
 // Bumped whenever the layout or the meaning of a field changes: ranks of different zpp builds
 // then fail to decode each other's records instead of misreading them.
-inline constexpr uint32_t kRankRecordVersion = 1;
+inline constexpr uint32_t kRankRecordVersion = 2;
 
 struct RankRecord {
   uint32_t magic;
   uint32_t version;
   uint64_t host_hash;           // HostIdentity::hash
+  int64_t launcher_rank;        // the launcher's global rank (RANK); -1: not set
   int32_t local_device;         // CUDA ordinal; -1: none
   int32_t numa_node;            // NUMA node of the GPU; -1: unknown
   int32_t node_id_override;     // ZPP_NODE_ID; -1: not set
@@ -45,7 +46,7 @@ static_assert(std::is_trivially_copyable_v<RankRecord>);
 static_assert(std::is_standard_layout_v<RankRecord>);
 // No padding: no uninitialized byte is ever sent, and equal records have equal bytes.
 static_assert(std::has_unique_object_representations_v<RankRecord>);
-static_assert(sizeof(RankRecord) == 232, "the wire size of the record changed: bump the version");
+static_assert(sizeof(RankRecord) == 240, "the wire size of the record changed: bump the version");
 
 // What goes into a record besides the local picture. Strings longer than their field are cut
 // (the host name also at its first dot).
@@ -55,6 +56,7 @@ struct RankRecordInputs {
   int local_device = -1;
   int node_id_override = -1;
   int local_size_override = 0;
+  int64_t launcher_rank = -1;
 };
 
 // Zero-filled, then filled in; the picture may be empty (hwloc failed) and still gives a record.

@@ -14,7 +14,7 @@ namespace zpp::topology {
 // What decided which ranks share a node.
 enum class GroupingBasis {
   kHosts,              // the host hash (NCCL_HOSTID, else host name and boot id)
-  kLocalSizeOverride,  // ZPP_LOCAL_SIZE: blocks of that many consecutive ranks
+  kLocalSizeOverride,  // ZPP_LOCAL_SIZE: blocks of that many consecutive global (RANK) ranks
   kNodeIdOverride,     // ZPP_NODE_ID of every rank
   kFallback,           // the records were unusable: every rank on its own node
 };

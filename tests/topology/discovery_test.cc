@@ -105,6 +105,19 @@ TEST(DiscoveryTest, LocalSizeOverrideActsAsSeveralNodesOnOneMachine) {
   EXPECT_TRUE(runs[0].topology.hierarchical_allowed());
 }
 
+TEST(DiscoveryTest, LauncherRankIsRanksNumberOrUnset) {
+  auto env_with = [](std::optional<std::string> rank) -> config::EnvLookup {
+    return [rank](std::string_view name) { return name == "RANK" ? rank : std::nullopt; };
+  };
+  EXPECT_EQ(LauncherRank(env_with("3")), 3);
+  EXPECT_EQ(LauncherRank(env_with("1023")), 1023);
+  EXPECT_EQ(LauncherRank(env_with(std::nullopt)), -1);
+  EXPECT_EQ(LauncherRank(env_with("")), -1);
+  EXPECT_EQ(LauncherRank(env_with("-1")), -1);
+  EXPECT_EQ(LauncherRank(env_with("2x")), -1);
+  EXPECT_EQ(LauncherRank(env_with("99999999999999999999")), -1);
+}
+
 // A topology file that only some ranks can read: those ranks WARN and have no rack, the others
 // have one, and the grouping turns that into one rack for everyone. Nobody skips the exchange.
 TEST(DiscoveryTest, BadTopologyFileOnSomeRanksGivesOneRackAndNoHang) {
@@ -176,7 +189,7 @@ TEST(DiscoveryTest, UnreadableRecordGivesTheFallbackTopologyAndAWarning) {
   EXPECT_EQ(topology.num_nodes(), 2);
   EXPECT_THAT(log.At("WARN"),
               ElementsAre(HasSubstr("the topology record of rank 1 has version 99, this zpp "
-                                    "reads version 1 (mixed zpp builds in one job?); zpp treats "
+                                    "reads version 2 (mixed zpp builds in one job?); zpp treats "
                                     "every rank as its own node in one rack; hierarchical plans "
                                     "disabled")));
 }

@@ -15,9 +15,11 @@ namespace {
 
 using test_support::Blocks;
 using test_support::Record;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::vector<std::string> Texts(const Topology& topology, Finding::Kind kind) {
   std::vector<std::string> out;
@@ -229,6 +231,31 @@ TEST(GroupingTest, LocalSizeOverrideSplitsOneHostIntoNodes) {
   EXPECT_THAT(t.nodes[1].ranks, ElementsAre(4, 5, 6, 7));
   EXPECT_TRUE(t.hierarchical_allowed());
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem), IsEmpty());
+}
+
+// HSDP's replicate group {0, 2} of 2 simulated nodes x 2 ranks: its communicator ranks 0 and 1
+// would make one node; the launcher's ranks put each on its own.
+TEST(GroupingTest, LocalSizeOverrideNumbersNodesByTheLauncherRank) {
+  std::vector<RankRecord> records = {Record("box", "", -1, 2, 0), Record("box", "", -1, 2, 2)};
+  const Topology t = BuildTopology(records);
+  EXPECT_EQ(t.basis, GroupingBasis::kLocalSizeOverride);
+  EXPECT_EQ(t.num_nodes(), 2);
+  EXPECT_EQ(t.hierarchy, HierarchyVerdict::kOneRankPerNode);
+  // The shard group {2, 3}: one node.
+  const std::vector<RankRecord> shard = {Record("box", "", -1, 2, 2), Record("box", "", -1, 2, 3)};
+  EXPECT_EQ(BuildTopology(shard).num_nodes(), 1);
+  EXPECT_THAT(Texts(t, Finding::Kind::kNote), Not(Contains(HasSubstr("RANK"))));
+}
+
+// Ranks that are threads of one process share its RANK: communicator ranks number the nodes.
+TEST(GroupingTest, LocalSizeOverrideWithRepeatedLauncherRanksUsesCommunicatorRanks) {
+  std::vector<RankRecord> records;
+  for (int r = 0; r < 4; ++r) records.push_back(Record("box", "", -1, 2, 5));
+  const Topology t = BuildTopology(records);
+  ASSERT_EQ(t.num_nodes(), 2);
+  EXPECT_THAT(t.nodes[1].ranks, ElementsAre(2, 3));
+  EXPECT_THAT(Texts(t, Finding::Kind::kNote),
+              Contains(HasSubstr("RANK is missing or repeated among this communicator's ranks")));
 }
 
 TEST(GroupingTest, LocalSizeOverrideThatDoesNotDivideIsUneven) {

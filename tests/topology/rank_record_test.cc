@@ -19,6 +19,7 @@ RankRecordInputs Inputs() {
   inputs.local_device = 5;
   inputs.node_id_override = 7;
   inputs.local_size_override = 8;
+  inputs.launcher_rank = 12;
   return inputs;
 }
 
@@ -52,6 +53,7 @@ TEST(RankRecordTest, CarriesIdentityRackDeviceAndSummary) {
   EXPECT_EQ(static_cast<RackSource>(record.rack_source), RackSource::kTopoFile);
   EXPECT_EQ(record.local_device, 5);
   EXPECT_EQ(record.node_id_override, 7);
+  EXPECT_EQ(record.launcher_rank, 12);
   EXPECT_EQ(record.local_size_override, 8);
   EXPECT_EQ(record.gpu_count, 2);
   EXPECT_EQ(record.nic_count, 1);
@@ -97,7 +99,7 @@ TEST(RankRecordTest, RejectsBytesThatAreNotARecordOfThisBuild) {
   std::string why;
 
   EXPECT_FALSE(DecodeRankRecord(Bytes(good).first(100), &why));
-  EXPECT_THAT(why, HasSubstr("is 100 bytes, not 232"));
+  EXPECT_THAT(why, HasSubstr("is 100 bytes, not 240"));
 
   RankRecord bad = good;
   bad.magic = 0;

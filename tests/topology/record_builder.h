@@ -1,6 +1,7 @@
 // Records for grouping tests: one line per rank, saying only what the test is about.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,15 +11,17 @@
 
 namespace zpp::topology::test_support {
 
-// A rank on `host`, in `rack` (empty: none) with ZPP_NODE_ID and ZPP_LOCAL_SIZE as given.
+// A rank on `host`, in `rack` (empty: none) with ZPP_NODE_ID, ZPP_LOCAL_SIZE and the launcher's
+// RANK as given.
 inline RankRecord Record(const std::string& host, const std::string& rack = "", int node_id = -1,
-                         int local_size = 0) {
+                         int local_size = 0, int64_t launcher_rank = -1) {
   RankRecordInputs inputs;
   inputs.host.name = host;
   inputs.host.hash = Fnv1a64(host);
   inputs.rack = {rack, rack.empty() ? RackSource::kNone : RackSource::kEnv};
   inputs.node_id_override = node_id;
   inputs.local_size_override = local_size;
+  inputs.launcher_rank = launcher_rank;
   return MakeRankRecord(inputs, LocalPicture{});
 }
 

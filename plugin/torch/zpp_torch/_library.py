@@ -34,19 +34,7 @@ def library_path(name):
     return os.path.join(_LIBRARY_DIR, name)
 
 
-def _node_of_this_process():
-    """ZPP_LOCAL_SIZE numbers nodes by rank within each communicator: right for the world group,
-    wrong for a sub-group (HSDP's mesh groups, DeepSpeed's), which it would put on one node. The
-    simulated node is the process's: from torchrun's RANK, as ZPP_NODE_ID, before libzpp reads
-    its settings."""
-    local, rank = os.environ.get("ZPP_LOCAL_SIZE", "").strip(), os.environ.get("RANK", "").strip()
-    if "ZPP_NODE_ID" in os.environ or not local.isdigit() or not rank.isdigit() or int(local) < 1:
-        return
-    os.environ["ZPP_NODE_ID"] = str(int(rank) // int(local))
-
-
 def _load():
-    _node_of_this_process()
     path = library_path("libzpp_cpu.so")
     if not os.path.isfile(path):
         raise ImportError(f"zpp_torch: {path} does not exist (build zpp with `make`)")
