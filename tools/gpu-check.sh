@@ -14,14 +14,18 @@
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s
 #                deltas and error feedback (their CUDA kernels); ZPP_STATS must show
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
-#   ddp          DDP (train_fsdp2.py --parallel ddp) over NCCL, then with the           3 x 100 s
-#                compressed all-reduce at 8 bits and at 4 with error feedback: qAR must
-#                take the buckets and every rank's parameter digest must agree every step
+#   ddp          DDP (train_fsdp2.py --parallel ddp) over NCCL, then with the           5 x 100 s
+#                compressed all-reduce at 8 bits and at 4 with error feedback; HSDP
+#                (--parallel hsdp, 2 x 2 mesh) over NCCL and with qAR at 8 bits: qAR must
+#                take the all-reduces and every rank's parameter digest must agree with
+#                its replicas' every step
 #   deepspeed    DeepSpeed ZeRO-3 (bench/deepspeed/train_zero3.py) over NCCL, and     4 x 120 s
 #                plain / hpz / zero++ through libzpp.so (bench/convergence/run.py --check)
 #   deepspeed-own  DeepSpeed's own hpZ and full ZeRO++ (its quantizer ops are built     2 x 250 s
 #                on first use), no zpp: the anchor rows
 #   bench        zpp-bench against plain NCCL (tools/gpu-bench.sh)                     500 s
+#   allreduce-bench  the all-reduce against plain NCCL in all_reduce_perf's form       400 s
+#                (zpp-bench --ops allreduce: plain, qar8, qar4+ef; busbw 2(n-1)/n)
 #   tune         ZPP_TUNE=auto against plain NCCL and zero++ (zpp-bench mode auto),    500 s
 #                with the agreed figures and the decision table in the log (TUNE)
 #   codec-bench  codec throughput against a device-to-device copy                      300 s
@@ -40,7 +44,7 @@ if [[ "${1:-}" == --dry-run ]]; then
   shift
 fi
 all_parts="probe codec codec-mem plugin memcheck racecheck fsdp ddp deepspeed deepspeed-own bench
-  tune codec-bench"
+  allreduce-bench tune codec-bench"
 all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
 build=$(realpath -m "${1:-build}")
@@ -228,33 +232,40 @@ for tool in memcheck racecheck; do
 done
 
 if want ddp; then
-  section "an unmodified framework: DDP, 4 ranks, plain NCCL and the compressed all-reduce"
+  section "unmodified frameworks: DDP and HSDP, 4 ranks, plain NCCL and the compressed all-reduce"
   if ((dry == 0)) && ! python3 -c "import torch.distributed" 2>/dev/null; then
     failures=$((failures + 1)); note "- FAILED: torch is not installed here"
   else
-    for way in "nccl::" "qar8:--qar=8:qAR" "qar4_ef:--qar=4:qAR:ZPP_QAR_EF=1"; do
-      IFS=: read -r name flags takes extra <<< "$way"
+    # HSDP's replicate groups ({0, 2}, {1, 3}) are sub-communicators: ZPP_LOCAL_SIZE places
+    # them by each process's RANK, one rank per simulated node (the flat qAR plan).
+    for way in "ddp:nccl::" "ddp:qar8:--qar=8:qAR" "ddp:qar4_ef:--qar=4:qAR:ZPP_QAR_EF=1" \
+        "hsdp:nccl::" "hsdp:qar8:--qar=8:qAR"; do
+      IFS=: read -r parallel name flags takes extra <<< "$way"
+      name="${parallel}_$name"
       # shellcheck disable=SC2206
       extra=($extra)
       launcher=()
       # shellcheck disable=SC2206
       [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
-      log="$work/ddp_$name.log"
-      stats="$work/ddp_${name}_stats"
+      log="$work/$name.log"
+      stats="$work/${name}_stats"
       if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=0 "${extra[@]}" timeout 100 "${launcher[@]}" \
           python3 -m torch.distributed.run --nproc-per-node 4 bench/fsdp/train_fsdp2.py \
-          --parallel ddp --one-gpu --steps 50 --csv "$results/ddp_loss_${tag}_${name}.csv" \
+          --parallel "$parallel" --one-gpu --steps 50 --csv "$results/${parallel}_loss_${tag}_${name#*_}.csv" \
           --stats-dir "$stats" > "$log" 2>&1; then
         ((dry)) || grep -E "final loss" "$log" | sed "s/^/    $name: /" >> "$report"
         if [[ -n "$takes" ]] && ! run python3 tools/zpp_stats_check.py --ranks 4 --require "$takes" "$log" \
             >> "$report" 2>&1; then
           failures=$((failures + 1)); note "- $name: zpp did not take the all-reduces"
         fi
-        # Replicas: every rank's parameter digest equal at every step (zpp's stats files).
-        if [[ -n "$takes" ]] && ((dry == 0)) && ! python3 - "$stats" >> "$report" 2>&1 <<'PY'
+        # Replicas: the parameter digests of the ranks holding the same parameters (all of them
+        # under DDP, the same shard, rank % 2, under HSDP) equal at every step (stats files).
+        if [[ -n "$takes" ]] && ((dry == 0)) && ! python3 - "$stats" "$parallel" >> "$report" 2>&1 <<'PY'
 import json, sys
 ranks = [json.load(open(f"{sys.argv[1]}/stats{r}.json"))["steps"] for r in range(4)]
-bad = [s for s in range(len(ranks[0])) if len({r[s]["param_digest"] for r in ranks}) != 1]
+groups = [[0, 2], [1, 3]] if sys.argv[2] == "hsdp" else [[0, 1, 2, 3]]
+bad = [s for s in range(len(ranks[0]))
+       if any(len({ranks[r][s]["param_digest"] for r in group}) != 1 for group in groups)]
 print(f"    replicas identical at {len(ranks[0]) - len(bad)} of {len(ranks[0])} steps")
 sys.exit(1 if bad else 0)
 PY
@@ -347,6 +358,14 @@ if want bench; then
   section "zpp-bench against plain NCCL"
   if run timeout 500 bash tools/gpu-bench.sh "$build"; then note "- zpp-bench: zpp_bench_gpu_${tag}.md"
   else failures=$((failures + 1)); note "- zpp-bench: FAILED or timed out"; fi
+fi
+
+if want allreduce-bench; then
+  section "zpp-bench all-reduce against plain NCCL (all_reduce_perf's columns)"
+  if run env ZPP_BENCH_MODES=plain,qar8,qar4+ef ZPP_BENCH_NAME=zpp_bench_allreduce_gpu \
+      timeout 400 bash tools/gpu-bench.sh "$build" --ops allreduce -b 8 -e 256M -f 4; then
+    note "- zpp-bench all-reduce: zpp_bench_allreduce_gpu_${tag}.md"
+  else failures=$((failures + 1)); note "- zpp-bench all-reduce: FAILED or timed out"; fi
 fi
 
 if want tune; then

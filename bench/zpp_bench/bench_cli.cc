@@ -44,26 +44,32 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
     plan::Settings settings;
     return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
                ? std::string()
-               : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>] joined by "
-                 "'+'";
+               : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>], qar[4|8], "
+                 "ef joined by '+'";
   };
+  // The sweep's numbers, as nccl-tests' getopt reads them: the last one given wins, so a script
+  // can append its own to a default command line (tools/gpu-bench.sh "$@").
+  constexpr CLI::MultiOptionPolicy kLastWins = CLI::MultiOptionPolicy::TakeLast;
   app.add_option("-b,--minbytes", cli.min_bytes, "smallest size (whole buffer), e.g. 8, 64K")
+      ->multi_option_policy(kLastWins)
       ->check(CLI::Validator(size_check, "SIZE"))
       ->capture_default_str();
   app.add_option("-e,--maxbytes", cli.max_bytes, "largest size")
+      ->multi_option_policy(kLastWins)
       ->check(CLI::Validator(size_check, "SIZE"))
       ->capture_default_str();
   app.add_option("-f,--stepfactor", cli.step_factor, "size multiplier between sizes")
+      ->multi_option_policy(kLastWins)
       ->check(CLI::Range(uint64_t{1}, uint64_t{1024}))
       ->capture_default_str();
   app.add_option("--ops", cli.ops, "operations")
       ->delimiter(',')
-      ->check(CLI::IsMember({"allgather", "reducescatter"}))
+      ->check(CLI::IsMember({"allgather", "reducescatter", "allreduce"}))
       ->capture_default_str();
   app.add_option("--modes", cli.modes,
                  "modes, comma list: plain (NCCL's collective untouched), zero++, or techniques "
                  "joined by '+': "
-                 "qwz[4|8], hpz, qgz[<intra>/<inter>]")
+                 "qwz[4|8], hpz, qgz[<intra>/<inter>], qar[4|8] (all-reduce), ef")
       ->delimiter(',')
       ->check(CLI::Validator(mode_check, "MODE"))
       ->capture_default_str();
@@ -72,9 +78,11 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
       ->check(CLI::IsMember({"float", "half", "bfloat16"}))
       ->capture_default_str();
   app.add_option("-w,--warmup_iters", cli.warmup, "untimed calls per case")
+      ->multi_option_policy(kLastWins)
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   app.add_option("-n,--iters", cli.iterations, "timed calls per case (the median is reported)")
+      ->multi_option_policy(kLastWins)
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_flag("--no-sweep", cli.no_sweep, "skip the size sweep (step mode or projection only)");

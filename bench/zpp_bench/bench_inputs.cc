@@ -35,4 +35,37 @@ bool Lossless(const plan::Plan& plan, plan::CollectiveOp op) {
   return op == plan::CollectiveOp::kAllGather && plan.bits_inter == 0;
 }
 
+size_t InputCount(const CollectiveCase& what, int ranks) {
+  return what.op == plan::CollectiveOp::kReduceScatter ? what.count * ranks : what.count;
+}
+
+size_t OutputCount(const CollectiveCase& what, int ranks) {
+  return what.op == plan::CollectiveOp::kAllGather ? what.count * ranks : what.count;
+}
+
+void CompareWithReference(const CollectiveCase& what, int rank, int ranks,
+                          const std::function<const std::vector<float>&(int)>& input_of,
+                          std::span<const float> got, ErrorStats::Part* part) {
+  const size_t count = what.count;
+  if (what.op == plan::CollectiveOp::kAllGather) {
+    for (int src = 0; src < ranks; ++src) {
+      const std::vector<float>& theirs = input_of(src);
+      for (size_t i = 0; i < count; ++i) part->Add(got[src * count + i], theirs[i], 0.0);
+    }
+    return;
+  }
+  const size_t offset = what.op == plan::CollectiveOp::kReduceScatter ? rank * count : 0;
+  std::vector<double> sum(count, 0.0), magnitude(count, 0.0);
+  for (int src = 0; src < ranks; ++src) {
+    const std::vector<float>& theirs = input_of(src);
+    for (size_t i = 0; i < count; ++i) {
+      const double x = theirs[offset + i];
+      sum[i] += x;
+      magnitude[i] += std::abs(x);
+    }
+  }
+  const double eps = Epsilon(what.dtype);
+  for (size_t i = 0; i < count; ++i) part->Add(got[i], sum[i], (ranks + 1) * eps * magnitude[i]);
+}
+
 }  // namespace zpp::bench

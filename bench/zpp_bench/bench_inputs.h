@@ -5,8 +5,12 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <functional>
+#include <span>
 #include <vector>
 
+#include "bench/zpp_bench/bench_types.h"
+#include "bench/zpp_bench/error_stats.h"
 #include "plan/plan.h"
 
 namespace zpp::bench {
@@ -19,5 +23,17 @@ std::vector<float> HeldInput(int rank, size_t count, ncclDataType_t dtype);
 
 // Plans whose output must match the reference: pass-through, unquantized all-gathers.
 bool Lossless(const plan::Plan& plan, plan::CollectiveOp op);
+
+// Elements one rank sends and receives in a call of `what` among `ranks` ranks.
+size_t InputCount(const CollectiveCase& what, int ranks);
+size_t OutputCount(const CollectiveCase& what, int ranks);
+
+// Rank `rank`'s output `got` of one call of `what`, added to `part` against the fp64 reference
+// made from every rank's input (`input_of(src)`: HeldInput of that rank). A lossless all-gather
+// must match it exactly; a lossless reduction within the rounding a sum of n values in the dtype
+// makes (a reduce-scatter's output is piece `rank` of the sum, an all-reduce's all of it).
+void CompareWithReference(const CollectiveCase& what, int rank, int ranks,
+                          const std::function<const std::vector<float>&(int)>& input_of,
+                          std::span<const float> got, ErrorStats::Part* part);
 
 }  // namespace zpp::bench

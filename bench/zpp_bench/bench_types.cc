@@ -3,7 +3,20 @@
 namespace zpp::bench {
 
 const char* OpName(plan::CollectiveOp op) {
-  return op == plan::CollectiveOp::kAllGather ? "allgather" : "reducescatter";
+  switch (op) {
+    case plan::CollectiveOp::kAllGather:
+      return "allgather";
+    case plan::CollectiveOp::kReduceScatter:
+      return "reducescatter";
+    case plan::CollectiveOp::kAllReduce:
+      return "allreduce";
+  }
+  return "?";
+}
+
+double BusBandwidthFactor(plan::CollectiveOp op, int ranks) {
+  const double n = ranks;
+  return (op == plan::CollectiveOp::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
 }
 
 const char* DtypeName(ncclDataType_t dtype) {

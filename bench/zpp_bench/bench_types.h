@@ -25,7 +25,8 @@ struct CollectiveCase {
   plan::Settings settings;
   bool tune = false;  // mode "auto": zero++'s techniques with ZPP_TUNE=auto choosing per call
   ncclDataType_t dtype = ncclBfloat16;
-  uint64_t count = 0;  // elements per rank: sendcount (all-gather), recvcount (reduce-scatter)
+  // Elements per rank: sendcount (all-gather), recvcount (reduce-scatter), count (all-reduce).
+  uint64_t count = 0;
   int warmup = 1;
   int iterations = 5;
 };
@@ -47,17 +48,21 @@ struct Measurement {
   std::optional<double> collective_launches;
 };
 
-// One table row: nccl-tests' columns (size = the whole gathered / scattered buffer) and ours.
+// One table row: nccl-tests' columns (size = the whole gathered / scattered / reduced buffer) and
+// ours.
 struct Row {
   CollectiveCase what;
   uint64_t bytes = 0;  // count x element size
-  uint64_t count = 0;  // elements of that buffer (nccl-tests' count): per-rank count x ranks
+  uint64_t count = 0;  // elements of that buffer (nccl-tests' count)
   double algbw_gbps = 0;
-  double busbw_gbps = 0;  // algbw x (n-1)/n, for both operations
+  double busbw_gbps = 0;  // nccl-tests' busbw: BusBandwidthFactor x algbw
   Measurement measured;
 };
 
-const char* OpName(plan::CollectiveOp op);    // "allgather", "reducescatter"
+const char* OpName(plan::CollectiveOp op);  // "allgather", "reducescatter", "allreduce"
+// nccl-tests' bus bandwidth over algorithm bandwidth: (n-1)/n for all-gather and reduce-scatter,
+// 2(n-1)/n for all-reduce (each element crosses a link twice, reduced then gathered).
+double BusBandwidthFactor(plan::CollectiveOp op, int ranks);
 const char* DtypeName(ncclDataType_t dtype);  // "float", "half", "bfloat16" (nccl-tests' names)
 
 }  // namespace zpp::bench

@@ -44,8 +44,9 @@ SweepOptions SweepFrom(const BenchCli& cli) {
   ParseSize(cli.max_bytes, &sweep.max_bytes);
   sweep.step_factor = cli.step_factor;
   for (const std::string& op : cli.ops) {
-    sweep.ops.push_back(op == "allgather" ? plan::CollectiveOp::kAllGather
-                                          : plan::CollectiveOp::kReduceScatter);
+    sweep.ops.push_back(op == "allgather"       ? plan::CollectiveOp::kAllGather
+                        : op == "reducescatter" ? plan::CollectiveOp::kReduceScatter
+                                                : plan::CollectiveOp::kAllReduce);
   }
   sweep.modes = cli.modes;
   for (const std::string& dtype : cli.dtypes) sweep.dtypes.push_back(DtypeOf(dtype));

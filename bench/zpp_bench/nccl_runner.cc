@@ -132,30 +132,41 @@ Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator**
 
 Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
                         const void* in, void* out) {
-  const bool gather = what.op == plan::CollectiveOp::kAllGather;
-  if (zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough) {  // as the plugin forwards
-    return gather ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
-                  : nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_);
+  const bool nccl = zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough;
+  switch (what.op) {  // NCCL's call where the plugin would forward it
+    case plan::CollectiveOp::kAllGather:
+      return nccl ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
+                  : zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_);
+    case plan::CollectiveOp::kReduceScatter:
+      return nccl ? nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
+                  : zpp->ReduceScatter(
+                        plan,
+                        {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
+                        stream_);
+    case plan::CollectiveOp::kAllReduce:
+      return nccl ? nccl_.AllReduce(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
+                  : zpp->AllReduce(
+                        plan,
+                        {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
+                        stream_);
   }
-  if (gather) return zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_);
-  return zpp->ReduceScatter(
-      plan, {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr}, stream_);
+  return ncclInvalidArgument;
 }
 
 Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = options_.ranks;
-  const bool gather = what.op == plan::CollectiveOp::kAllGather;
   const size_t element = codec::ElementBytes(what.dtype);
-  const size_t in_count = gather ? what.count : what.count * n;
-  const size_t out_count = gather ? what.count * n : what.count;
+  const size_t in_count = InputCount(what, n);
+  const size_t out_count = OutputCount(what, n);
   ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
 
   ZppCommunicator* zpp = nullptr;
   plan::Plan plan;  // plain NCCL: a pass-through
   if (what.mode != "plain") {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
-    const plan::Call call{what.op, what.count, what.dtype,
-                          gather ? plan::Reduction::kNone : plan::Reduction::kSum};
+    const plan::Call call{
+        what.op, what.count, what.dtype,
+        what.op == plan::CollectiveOp::kAllGather ? plan::Reduction::kNone : plan::Reduction::kSum};
     plan = zpp->Decide(call);
   }
 
@@ -187,25 +198,14 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   codec::LoadElements(host.data(), what.dtype, 0, out_count, got.data());
   ErrorStats errors;
   ErrorStats::Part part;
-  if (gather) {
-    for (int src = 0; src < n; ++src) {
-      const std::vector<float> theirs = HeldInput(src, what.count, what.dtype);
-      for (size_t i = 0; i < what.count; ++i) part.Add(got[src * what.count + i], theirs[i], 0.0);
-    }
-  } else {
-    std::vector<double> sum(what.count, 0.0), magnitude(what.count, 0.0);
-    for (int src = 0; src < n; ++src) {
-      const std::vector<float> theirs = HeldInput(src, in_count, what.dtype);
-      for (size_t i = 0; i < what.count; ++i) {
-        const double x = theirs[options_.rank * what.count + i];
-        sum[i] += x;
-        magnitude[i] += std::abs(x);
-      }
-    }
-    for (size_t i = 0; i < what.count; ++i) {
-      part.Add(got[i], sum[i], (n + 1) * Epsilon(what.dtype) * magnitude[i]);
-    }
-  }
+  std::vector<std::vector<float>> inputs(n);  // made on first use, each once
+  CompareWithReference(
+      what, options_.rank, n,
+      [&](int src) -> const std::vector<float>& {
+        if (inputs[src].empty()) inputs[src] = HeldInput(src, in_count, what.dtype);
+        return inputs[src];
+      },
+      got, &part);
   errors.Merge(part);
 
   Measurement m;

@@ -21,7 +21,25 @@
 #include "tune/calibration.h"
 
 namespace zpp::bench {
-namespace {}  // namespace
+namespace {
+
+// One call of `what` on this rank's engine (a sum for the reductions).
+Result Call(engine::Engine& engine, const CollectiveCase& what, const void* input, void* output,
+            Stream& stream, plan::Plan* ran) {
+  switch (what.op) {
+    case plan::CollectiveOp::kAllGather:
+      return engine.AllGather({input, output, what.count, what.dtype}, stream, ran);
+    case plan::CollectiveOp::kReduceScatter:
+      return engine.ReduceScatter(
+          {input, output, what.count, what.dtype, plan::Reduction::kSum, 1.0f}, stream, ran);
+    case plan::CollectiveOp::kAllReduce:
+      return engine.AllReduce({input, output, what.count, what.dtype, plan::Reduction::kSum, 1.0f},
+                              stream, ran);
+  }
+  return ncclInvalidArgument;
+}
+
+}  // namespace
 
 std::string SimRunner::machine() const {
   std::string cpu = "unknown CPU";
@@ -46,10 +64,9 @@ std::string SimRunner::time_note() const {
 
 Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = layout_.world_size();
-  const bool gather = what.op == plan::CollectiveOp::kAllGather;
   const size_t element = codec::ElementBytes(what.dtype);
-  const size_t in_count = gather ? what.count : what.count * n;
-  const size_t out_count = gather ? what.count * n : what.count;
+  const size_t in_count = InputCount(what, n);
+  const size_t out_count = OutputCount(what, n);
   const plan::Shape shape = sim::ShapeOf(layout_);
   const int calls = what.warmup + what.iterations;
   ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
@@ -90,13 +107,9 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
       sync.arrive_and_wait();
       const auto start = std::chrono::steady_clock::now();
       if (have_stream) {
-        const Result result =
-            gather ? engine.AllGather({input.data(), output.data(), what.count, what.dtype},
-                                      *stream, &plans[rank])
-                   : engine.ReduceScatter({input.data(), output.data(), what.count, what.dtype,
-                                           plan::Reduction::kSum, 1.0f},
-                                          *stream, &plans[rank]);
-        if (result != ncclSuccess) ++failures;
+        if (Call(engine, what, input.data(), output.data(), *stream, &plans[rank]) != ncclSuccess) {
+          ++failures;
+        }
         backend.Synchronize(*stream);
       }
       if (rank == 0) launches = backend.launches();
@@ -107,39 +120,19 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
       }
     }
 
-    // The last call's output against the fp64 reference. Lossless plans must match it: all-
-    // gathers exactly, reduce-scatters within the rounding a sum of n values in the dtype makes.
+    // The last call's output against the fp64 reference (lossless plans must match it).
     const bool lossless = Lossless(plans[rank], what.op);
     ErrorStats::Part part;
     std::vector<float> got(out_count);
     codec::LoadElements(output.data(), what.dtype, 0, out_count, got.data());
-    if (gather) {
-      for (int src = 0; src < n; ++src) {
-        const std::vector<float>& theirs = held[src];
-        for (size_t i = 0; i < what.count; ++i) {
-          part.Add(got[src * what.count + i], theirs[i], 0.0);
-        }
-      }
-    } else {
-      std::vector<double> sum(what.count, 0.0), magnitude(what.count, 0.0);
-      for (int src = 0; src < n; ++src) {
-        const std::vector<float>& theirs = held[src];
-        for (size_t i = 0; i < what.count; ++i) {
-          const double x = theirs[rank * what.count + i];
-          sum[i] += x;
-          magnitude[i] += std::abs(x);
-        }
-      }
-      const double eps = Epsilon(what.dtype);
-      for (size_t i = 0; i < what.count; ++i) {
-        part.Add(got[i], sum[i], (n + 1) * eps * magnitude[i]);
-      }
-    }
+    CompareWithReference(
+        what, rank, n, [&held](int src) -> const std::vector<float>& { return held[src]; }, got,
+        &part);
     if (!lossless) part.wrong = 0;
     errors.Merge(part);
   });
   ZPP_CHECK_ARG(failures.load() == 0, "%d ranks failed a %s call", failures.load(),
-                gather ? "all-gather" : "reduce-scatter");
+                OpName(what.op));
 
   Measurement m;
   std::sort(times_us.begin(), times_us.end());

@@ -7,10 +7,17 @@ namespace zpp::bench {
 namespace {
 
 bool ModeApplies(const plan::Settings& settings, plan::CollectiveOp op) {
-  const bool plain = !settings.qwz && !settings.hpz && !settings.qgz;
+  const bool plain = !settings.qwz && !settings.hpz && !settings.qgz && !settings.qar;
   if (plain) return true;
-  return op == plan::CollectiveOp::kAllGather ? step::TouchesAllGather(settings)
-                                              : step::TouchesReduceScatter(settings);
+  switch (op) {
+    case plan::CollectiveOp::kAllGather:
+      return step::TouchesAllGather(settings);
+    case plan::CollectiveOp::kReduceScatter:
+      return step::TouchesReduceScatter(settings);
+    case plan::CollectiveOp::kAllReduce:
+      return step::TouchesAllReduce(settings);
+  }
+  return false;
 }
 
 }  // namespace
@@ -38,7 +45,9 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
         ZPP_CHECK(step::ParseMode(tune ? "zero++" : mode, &settings));
         if (!ModeApplies(settings, op)) continue;
         for (uint64_t size : SweepSizes(options)) {
-          const uint64_t count = size / element / n;
+          // nccl-tests' size is the whole buffer: n pieces of a gather or scatter, one all-reduce.
+          const bool all_reduce = op == plan::CollectiveOp::kAllReduce;
+          const uint64_t count = size / element / (all_reduce ? 1 : n);
           if (count == 0) continue;
           Row row;
           row.what.op = op;
@@ -49,12 +58,12 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
           row.what.count = count;
           row.what.warmup = options.warmup;
           row.what.iterations = options.iterations;
-          row.count = count * n;
+          row.count = count * (all_reduce ? 1 : n);
           row.bytes = row.count * element;
           ZPP_CHECK(runner.Run(row.what, &row.measured));
           const double seconds = row.measured.time_us * 1e-6;
           row.algbw_gbps = seconds > 0 ? static_cast<double>(row.bytes) / seconds / 1e9 : 0;
-          row.busbw_gbps = row.algbw_gbps * static_cast<double>(n - 1) / static_cast<double>(n);
+          row.busbw_gbps = row.algbw_gbps * BusBandwidthFactor(op, static_cast<int>(n));
           on_row(row);
           rows->push_back(std::move(row));
         }

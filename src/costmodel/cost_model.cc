@@ -53,7 +53,16 @@ RankBytes BytesOf(const plan::Plan& plan, const plan::Call& call, int nodes, int
   RankBytes bytes;
   switch (plan.kind) {
     case PlanKind::kPassThrough:  // NCCL's ring: the shard (or chunk) to every other rank once
-      bytes = {(p - n) * raw, (n - 1) * raw};
+      if (call.op == plan::CollectiveOp::kAllReduce) {
+        // Its all-reduce: each rank's 1/p share around the ring twice, reduced then gathered
+        // (the planner's plain figure).
+        plan::Call share = call;
+        share.count = (call.count + p - 1) / p;
+        const uint64_t raw_share = Contribution(share, 0, plan.block);
+        bytes = {2 * (p - n) * raw_share, 2 * (n - 1) * raw_share};
+      } else {
+        bytes = {(p - n) * raw, (n - 1) * raw};
+      }
       break;
     case PlanKind::kQwzFlatAllGather: {  // the same ring on pieces
       const uint64_t piece = Contribution(call, plan.bits_inter, plan.block);
@@ -109,9 +118,10 @@ CallTime TimeOf(const plan::Plan& plan, const plan::Call& call, const ClusterMod
     case PlanKind::kQwzFlatAllGather:
     case PlanKind::kQgzFlatReduceScatter: {
       const double slowest = n > 1 ? model.inter.latency_us : model.intra.latency_us;
+      const int rounds = call.op == plan::CollectiveOp::kAllReduce ? 2 : 1;  // reduce, gather
       time.comm_us =
           1e6 * std::max(LinkSeconds(node_off, model.inter), LinkSeconds(gpu_intra, model.intra)) +
-          (p - 1) * slowest;
+          rounds * (p - 1) * slowest;
       break;
     }
     default:

@@ -22,8 +22,13 @@ bool ParseTechnique(std::string_view token, plan::Settings* s) {
     return true;
   }
   if (token == "ef") {
-    s->qgz_ef = true;
+    s->qgz_ef = true;  // ParseMode moves it to the all-reduce's when only that is on
     return true;
+  }
+  if (token.starts_with("qar")) {
+    s->qar = true;
+    s->qar_bits = 8;
+    return token.size() == 3 || ParseBits(token.substr(3), &s->qar_bits);
   }
   if (token.starts_with("delta")) {
     s->qwz_delta = true;
@@ -58,7 +63,7 @@ bool IsZeroPlusPlus(const plan::Settings& s) {
 
 Result ParseMode(std::string_view name, plan::Settings* settings) {
   plan::Settings s = *settings;
-  s.qwz = s.hpz = s.qgz = s.qwz_delta = s.qgz_ef = false;
+  s.qwz = s.hpz = s.qgz = s.qwz_delta = s.qgz_ef = s.qar = s.qar_ef = false;
   if (name == "zero++") name = "qwz8+hpz+qgz8/4";
   if (name != "plain" && name != "nccl") {  // "nccl": the name before issue 29
     size_t start = 0;
@@ -66,18 +71,23 @@ Result ParseMode(std::string_view name, plan::Settings* settings) {
       const size_t plus = std::min(name.find('+', start), name.size());
       ZPP_CHECK_ARG(ParseTechnique(name.substr(start, plus - start), &s),
                     "mode '%.*s': expected plain, zero++, or qwz[4|8], hpz, delta[2|4|8], "
-                    "qgz[<intra>/<inter>], ef joined by '+' (bits 4 or 8; 2 also for delta and "
-                    "qgZ's inter-node stage)",
+                    "qgz[<intra>/<inter>], qar[4|8], ef joined by '+' (bits 4 or 8; 2 also for "
+                    "delta and qgZ's inter-node stage)",
                     static_cast<int>(name.size()), name.data());
       start = plus + 1;
     }
+  }
+  // Error feedback belongs to the gradients' quantized stage: qgZ's, or the all-reduce's.
+  if (s.qgz_ef && s.qar) {
+    s.qar_ef = true;
+    s.qgz_ef = s.qgz;
   }
   *settings = s;
   return ncclSuccess;
 }
 
 std::string ModeName(const plan::Settings& s) {
-  if (!s.qwz && !s.hpz && !s.qgz && !s.qwz_delta && !s.qgz_ef) return "plain";
+  if (!s.qwz && !s.hpz && !s.qgz && !s.qwz_delta && !s.qgz_ef && !s.qar) return "plain";
   if (IsZeroPlusPlus(s)) return "zero++";
   std::string name;
   auto add = [&name](const std::string& part) { name += (name.empty() ? "" : "+") + part; };
@@ -85,12 +95,14 @@ std::string ModeName(const plan::Settings& s) {
   if (s.hpz) add("hpz");
   if (s.qwz_delta) add("delta" + std::to_string(s.qwz_delta_bits));
   if (s.qgz) add("qgz" + std::to_string(s.qgz_bits_intra) + "/" + std::to_string(s.qgz_bits_inter));
-  if (s.qgz_ef) add("ef");
+  if (s.qar) add("qar" + std::to_string(s.qar_bits));
+  if (s.qgz_ef || s.qar_ef) add("ef");
   return name;
 }
 
 bool TouchesAllGather(const plan::Settings& s) { return s.qwz || s.hpz; }
 bool TouchesReduceScatter(const plan::Settings& s) { return s.qgz; }
+bool TouchesAllReduce(const plan::Settings& s) { return s.qar; }
 
 std::vector<std::string> StatefulStepModes() {
   return {"qwz8+hpz+delta4+qgz8/4",

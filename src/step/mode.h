@@ -15,16 +15,19 @@
 namespace zpp::step {
 
 // Sets the technique fields of `settings` (qwz, qwz_bits, hpz, qwz_delta and its bits, qgz, qgz
-// bits, qgz_ef); leaves the rest.
+// bits, qgz_ef, qar, qar_bits, qar_ef); leaves the rest. "ef" is error feedback for the gradients'
+// quantized stage: qgZ's, and the all-reduce's when qar is on.
 Result ParseMode(std::string_view name, plan::Settings* settings);
 
 // The canonical name of the techniques `settings` turns on: "plain", "zero++", or the flags
 // ("qwz8+hpz", "qgz8/4", ...). ParseMode(ModeName(s)) gives s's techniques back.
 std::string ModeName(const plan::Settings& settings);
 
-// Whether the mode changes anything for all-gathers (qwZ, hpZ) or reduce-scatters (qgZ).
+// Whether the mode changes anything for all-gathers (qwZ, hpZ), reduce-scatters (qgZ) or
+// all-reduces (qAR).
 bool TouchesAllGather(const plan::Settings& settings);
 bool TouchesReduceScatter(const plan::Settings& settings);
+bool TouchesAllReduce(const plan::Settings& settings);
 
 // The configurations of the README's step table, plain first.
 std::vector<std::string> StandardStepModes();

@@ -183,6 +183,56 @@ TEST(BenchStepBuffersTest, FrameworkBuffersGiveTheDedicatedFigures) {
 }
 
 // No GPU here (and no CUDA in the sanitizer builds): the GPU runner says what it needs.
+// DDP's and HSDP's all-reduce in nccl-tests' all_reduce_perf form: size is the buffer, busbw
+// 2(n-1)/n of algbw; plain is NCCL's ring (each rank's share crosses to the other node twice:
+// reduced, then gathered) and exact; qAR's bytes are the 0.27 (8 bits) and 0.14 (4 bits
+// with error feedback) of it at most.
+TEST(BenchAllReduceTest, AllReducePerfColumnsAndCompressedFigures) {
+  const std::string path = testing::TempDir() + "zpp_bench_all_reduce.json";
+  std::remove(path.c_str());
+  // The sweep's numbers twice, as tools/gpu-bench.sh appends its caller's: the last ones win.
+  const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) +
+                                 " --backend sim --nodes 2 --gpus-per-node 2 --ops allreduce"
+                                 " -b 8 -e 256M -f 2 -w 2 -n 10"
+                                 " --modes plain,qar8,qar4+ef -b 256K -e 1M -f 4 -w 0 -n 1"
+                                 " --zpp-min-bytes 0 -d float --json " +
+                                 path);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream file(path);
+  const nlohmann::json report = nlohmann::json::parse(file, nullptr, false);
+  std::remove(path.c_str());
+  ASSERT_FALSE(report.is_discarded());
+  const nlohmann::json& rows = report["rows"];
+  ASSERT_EQ(rows.size(), 3u * 2u);  // 3 modes x 2 sizes
+  std::map<std::pair<std::string, uint64_t>, nlohmann::json> by;
+  for (const nlohmann::json& row : rows) {
+    EXPECT_EQ(row["op"], "allreduce") << row;
+    EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 2 * 3 / 4, 1e-9);
+    by[{row["mode"].get<std::string>(), row["bytes"].get<uint64_t>()}] = row;
+  }
+  for (const uint64_t bytes : {uint64_t{256} << 10, uint64_t{1} << 20}) {
+    const nlohmann::json& plain = by[{"plain", bytes}];
+    const nlohmann::json& eight = by[{"qar8", bytes}];
+    const nlohmann::json& four = by[{"qar4+ef", bytes}];
+    ASSERT_FALSE(plain.is_null() || eight.is_null() || four.is_null()) << bytes;
+    EXPECT_EQ(plain["wrong"].get<uint64_t>(), 0u) << plain;
+    EXPECT_EQ(plain["bytes_inter_node"].get<uint64_t>(), 2 * bytes) << plain;
+    const double inter = plain["bytes_inter_node"].get<double>();
+    EXPECT_EQ(eight["plan"], "qar-hierarchical-allreduce") << eight;
+    EXPECT_LE(eight["bytes_inter_node"].get<double>() / inter, 0.27) << eight;
+    EXPECT_LE(four["bytes_inter_node"].get<double>() / inter, 0.14) << four;
+    EXPECT_GT(eight["rel_l2_err"].get<double>(), 0.0) << eight;
+    EXPECT_LT(eight["rel_l2_err"].get<double>(), 0.01) << eight;
+    // One call at int4, unrotated under error feedback, through two quantized stages: about
+    // 18% (measured); feedback carries it into the next step, which one call cannot show.
+    EXPECT_GT(four["rel_l2_err"].get<double>(), eight["rel_l2_err"].get<double>()) << four;
+    EXPECT_LT(four["rel_l2_err"].get<double>(), 0.25) << four;
+  }
+  for (const char* column : {"size", "count", "type", "allreduce", "algbw", "busbw"}) {
+    EXPECT_NE(run.output.find(column), std::string::npos) << column;
+  }
+}
+
 TEST(BenchCliTest, NcclBackendWithoutAGpuFailsWithAMessage) {
   const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) + " --backend nccl -b 1M -e 1M");
   EXPECT_EQ(run.exit_code, 2);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "bench/zpp_bench/sim_runner.h"
 #include "costmodel/cost_model.h"
@@ -13,16 +14,34 @@
 namespace zpp::bench {
 namespace {
 
+constexpr plan::CollectiveOp kGather = plan::CollectiveOp::kAllGather;
+constexpr plan::CollectiveOp kScatter = plan::CollectiveOp::kReduceScatter;
+constexpr plan::CollectiveOp kReduce = plan::CollectiveOp::kAllReduce;
+
 TEST(CostModelSimTest, ByteTermsEqualTheSimsCounts) {
   const struct { int nodes, gpus; } clusters[] = {{2, 2}, {2, 4}, {3, 2}, {4, 2}, {1, 4}, {4, 1}};
   int checked = 0;
   for (const auto& c : clusters) {
     SimRunner runner(sim::ClusterLayout::Uniform(c.nodes, c.gpus));
     const plan::Shape shape = costmodel::UniformShape(c.nodes, c.gpus);
-    for (const char* mode :
-         {"plain", "qwz8", "qwz4", "hpz", "qwz8+hpz", "qwz4+hpz", "qgz8/4", "qgz8/8", "qgz4/4"}) {
-      for (plan::CollectiveOp op :
-           {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
+    // The ZeRO-3 collectives' modes on both of theirs, the all-reduce's on it.
+    const struct {
+      const char* mode;
+      std::vector<plan::CollectiveOp> ops;
+    } cases[] = {{"plain", {kGather, kScatter, kReduce}},
+                 {"qwz8", {kGather, kScatter}},
+                 {"qwz4", {kGather, kScatter}},
+                 {"hpz", {kGather, kScatter}},
+                 {"qwz8+hpz", {kGather, kScatter}},
+                 {"qwz4+hpz", {kGather, kScatter}},
+                 {"qgz8/4", {kGather, kScatter}},
+                 {"qgz8/8", {kGather, kScatter}},
+                 {"qgz4/4", {kGather, kScatter}},
+                 {"qar8", {kReduce}},
+                 {"qar4", {kReduce}},
+                 {"qar4+ef", {kReduce}}};
+    for (const auto& [mode, ops] : cases) {
+      for (plan::CollectiveOp op : ops) {
         for (uint64_t count : {uint64_t{1000}, uint64_t{4096}}) {
           CollectiveCase what;
           what.op = op;
@@ -53,7 +72,7 @@ TEST(CostModelSimTest, ByteTermsEqualTheSimsCounts) {
       }
     }
   }
-  EXPECT_EQ(checked, 6 * 9 * 2 * 2);
+  EXPECT_EQ(checked, 6 * (9 * 2 + 1 + 3) * 2);
 }
 
 }  // namespace

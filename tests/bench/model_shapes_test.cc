@@ -88,7 +88,21 @@ TEST(ModeTest, NamesRoundTrip) {
   // Issue 29, item 9: plain is "plain"; "nccl", its old name, is still read as plain.
   ASSERT_EQ(ParseMode("nccl", &settings), ncclSuccess);
   EXPECT_EQ(ModeName(settings), "plain");
-  for (const char* bad : {"", "qwz2", "qgz8", "qgz8/", "hpz+", "nccl+qwz", "qwz8+foo", "qgz4/16"}) {
+  // The compressed all-reduce: "ef" is its error feedback when qgZ is off.
+  ASSERT_EQ(ParseMode("qar4+ef", &settings), ncclSuccess);
+  EXPECT_TRUE(settings.qar);
+  EXPECT_EQ(settings.qar_bits, 4);
+  EXPECT_TRUE(settings.qar_ef);
+  EXPECT_FALSE(settings.qgz_ef);
+  EXPECT_TRUE(TouchesAllReduce(settings));
+  EXPECT_FALSE(TouchesReduceScatter(settings));
+  EXPECT_EQ(ModeName(settings), "qar4+ef");
+  ASSERT_EQ(ParseMode("qar", &settings), ncclSuccess);
+  EXPECT_EQ(settings.qar_bits, 8);
+  EXPECT_FALSE(settings.qar_ef);
+  EXPECT_EQ(ModeName(settings), "qar8");
+  for (const char* bad :
+       {"", "qwz2", "qgz8", "qgz8/", "hpz+", "nccl+qwz", "qwz8+foo", "qgz4/16", "qar2", "qar16"}) {
     EXPECT_NE(ParseMode(bad, &settings), ncclSuccess) << bad;
   }
 }

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
 PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "ddp",
-         "deepspeed", "deepspeed-own", "bench", "tune", "codec-bench"]
+         "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench"]
 
 
 def dry_run(*args, cwd=SOURCE):
@@ -32,6 +32,8 @@ class DryRunTest(unittest.TestCase):
         self.assertIn("zpp-collective-check", out)
         self.assertIn("compute-sanitizer", out)
         self.assertIn("train_fsdp2.py", out)
+        self.assertRegex(out, r"--parallel\s+ddp")
+        self.assertRegex(out, r"--parallel\s+hsdp")
         self.assertRegex(out, r"--frameworks\s+deepspeed")
         self.assertIn("ds-zero++", out)
         self.assertIn("zpp_stats_check.py", out)
