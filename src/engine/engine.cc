@@ -134,7 +134,7 @@ plan::Plan PoolPassThrough(const plan::Plan& planned) {
 
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call) {
   const zppPath_t path = PathOf(plan, call.op);
-  if (tuning_ && call.op != plan::CollectiveOp::kAllReduce) {
+  if (tuning_) {
     // What the tuner's model expected of the plan that ran, beside what the caller measures.
     // After the trials, what the chosen candidate measured; before, the model's time.
     const double expected = tuning_->table.ExpectedUs(call);
@@ -185,12 +185,7 @@ plan::Settings Engine::SettingsFor(const plan::Call& call) const {
 plan::Plan Engine::Decide(const plan::Call& call) const {
   const plan::Plan planned = plan::MakePlan(call, shape_, settings_, plan::HpzState{});
   // ZPP_MIN_BYTES and every other reason first: the tuner only chooses among plans that run.
-  // Its table and cost model know the all-gather and reduce-scatter plans only: an all-reduce
-  // takes the static rule.
-  if (!tuning_ || planned.kind == plan::PlanKind::kPassThrough ||
-      call.op == plan::CollectiveOp::kAllReduce) {
-    return planned;
-  }
+  if (!tuning_ || planned.kind == plan::PlanKind::kPassThrough) return planned;
   plan::Plan tuned = plan::MakePlan(call, shape_, SettingsFor(call), plan::HpzState{});
   if (tuned.kind == plan::PlanKind::kPassThrough) tuned.reason = zppReasonTuned;
   return tuned;

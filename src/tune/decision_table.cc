@@ -11,13 +11,18 @@ namespace zpp::tune {
 namespace {
 
 constexpr ncclDataType_t kDtypes[3] = {ncclFloat32, ncclFloat16, ncclBfloat16};
-constexpr const char* kOpNames[2] = {"all-gather", "reduce-scatter"};
+constexpr plan::CollectiveOp kCollectives[DecisionTable::kOps] = {
+    plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter,
+    plan::CollectiveOp::kAllReduce};
+constexpr const char* kOpNames[DecisionTable::kOps] = {"all-gather", "reduce-scatter",
+                                                       "all-reduce"};
 
 plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
   plan::Settings s = user;
   s.qwz = user.qwz && (mask & kQwz);
   s.hpz = user.hpz && (mask & kHpz);
   s.qgz = user.qgz && (mask & kQgz);
+  s.qar = user.qar && (mask & kQar);
   if (s.qwz && (mask & kWide)) {
     // ZeRO++'s own weight format: far finer than any format of fewer bits at blocks of 32 or
     // more (an 8-bit step is 1/127 of the block's largest value, a 4-bit one 1/7), rotated or not.
@@ -27,6 +32,7 @@ plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
   }
   // The intra-node stage only: the block is the inter-node stage's too, and stays the user's.
   if (s.qgz && (mask & kWide)) s.qgz_bits_intra = 8;
+  if (s.qar && (mask & kWide)) s.qar_bits = 8;  // int8: ZPP_QAR's default, unrotated
   return s;
 }
 
@@ -34,14 +40,24 @@ plan::Settings Masked(const plan::Settings& user, uint8_t mask) {
 // first, and each choice at 8 bits before the user's fewer (the less lossy first): qwZ's bits,
 // and qgZ's intra-node stage (ZeRO++'s own 8/4 where the user asked 4/4).
 std::vector<uint8_t> Candidates(const plan::Settings& user, plan::CollectiveOp op) {
-  const uint8_t enabled = op == plan::CollectiveOp::kReduceScatter
-                              ? static_cast<uint8_t>(user.qgz ? kQgz : 0)
-                              : static_cast<uint8_t>((user.qwz ? kQwz : 0) | (user.hpz ? kHpz : 0));
+  uint8_t enabled = 0;
+  switch (op) {
+    case plan::CollectiveOp::kAllGather:
+      enabled = static_cast<uint8_t>((user.qwz ? kQwz : 0) | (user.hpz ? kHpz : 0));
+      break;
+    case plan::CollectiveOp::kReduceScatter:
+      enabled = user.qgz ? kQgz : 0;
+      break;
+    case plan::CollectiveOp::kAllReduce:
+      enabled = user.qar ? kQar : 0;
+      break;
+  }
   std::vector<uint8_t> out{0};
   for (uint8_t mask = 1; mask <= enabled; ++mask) {
     if ((mask & enabled) != mask) continue;
-    const bool narrow =
-        (mask & kQwz) ? user.qwz_bits < 8 : (mask & kQgz) && user.qgz_bits_intra < 8;
+    const bool narrow = (mask & kQwz)   ? user.qwz_bits < 8
+                        : (mask & kQgz) ? user.qgz_bits_intra < 8
+                                        : (mask & kQar) && user.qar_bits < 8;
     if (narrow) out.push_back(mask | kWide);
     out.push_back(mask);
   }
@@ -51,7 +67,7 @@ std::vector<uint8_t> Candidates(const plan::Settings& user, plan::CollectiveOp o
 std::string MaskName(uint8_t mask, const plan::Settings& user) {
   if ((mask & ~kWide) == 0) return "nccl";
   std::string name;
-  for (auto [bit, text] : {std::pair{kQwz, "qwz"}, {kHpz, "hpz"}, {kQgz, "qgz"}}) {
+  for (auto [bit, text] : {std::pair{kQwz, "qwz"}, {kHpz, "hpz"}, {kQgz, "qgz"}, {kQar, "qar"}}) {
     if (!(mask & bit)) continue;
     if (!name.empty()) name += "+";
     name += text;
@@ -62,6 +78,7 @@ std::string MaskName(uint8_t mask, const plan::Settings& user) {
       name += ((mask & kWide) ? "8/" : std::to_string(user.qgz_bits_intra) + "/") +
               std::to_string(user.qgz_bits_inter);
     }
+    if (bit == kQar) name += (mask & kWide) ? "8" : std::to_string(user.qar_bits);
   }
   return name;
 }
@@ -123,17 +140,17 @@ DecisionTable DecisionTable::Build(const costmodel::ClusterModel& model, const p
   table.world_ = shape.world;
   plan::Settings any_size = user;
   any_size.min_bytes = 0;  // ZPP_MIN_BYTES is applied before the table, as a floor
-  for (int op = 0; op < 2; ++op) {
-    const auto collective =
-        op == 0 ? plan::CollectiveOp::kAllGather : plan::CollectiveOp::kReduceScatter;
+  for (int op = 0; op < kOps; ++op) {
+    const plan::CollectiveOp collective = kCollectives[op];
+    const bool all_reduce = collective == plan::CollectiveOp::kAllReduce;
     const std::vector<uint8_t> candidates = Candidates(user, collective);
     for (int d = 0; d < 3; ++d) {
       const uint64_t element = plan::DtypeBytes(kDtypes[d]);
       for (int band = 0; band < kBands; ++band) {
-        // The band's middle, in elements per rank.
+        // The band's middle, in elements per rank (an all-reduce's: the whole buffer).
         const double bytes = 1.5 * static_cast<double>(uint64_t{1} << band);
-        const auto count = static_cast<uint64_t>(
-            bytes / static_cast<double>(element * static_cast<uint64_t>(shape.world)));
+        const uint64_t ranks = all_reduce ? 1 : static_cast<uint64_t>(shape.world);
+        const auto count = static_cast<uint64_t>(bytes / static_cast<double>(element * ranks));
         const plan::Call call{collective, count < 1 ? 1 : count, kDtypes[d],
                               op == 0 ? plan::Reduction::kNone : plan::Reduction::kSum};
         std::vector<std::pair<double, uint8_t>> ranked;
@@ -170,8 +187,11 @@ DecisionTable DecisionTable::Build(const costmodel::ClusterModel& model, const p
 }
 
 int DecisionTable::EntryOf(const plan::Call& call) const {
-  const uint64_t bytes = call.count * plan::DtypeBytes(call.dtype) * static_cast<uint64_t>(world_);
-  const int op = call.op == plan::CollectiveOp::kAllGather ? 0 : 1;
+  const bool all_reduce = call.op == plan::CollectiveOp::kAllReduce;
+  const uint64_t bytes =
+      call.count * plan::DtypeBytes(call.dtype) * (all_reduce ? 1 : static_cast<uint64_t>(world_));
+  const int op =
+      static_cast<int>(std::find(kCollectives, kCollectives + kOps, call.op) - kCollectives);
   return (op * 3 + DtypeIndex(call.dtype)) * kBands + BandOf(bytes);
 }
 
@@ -241,7 +261,7 @@ std::string DecisionTable::DescribeTrials(const std::vector<std::vector<double>>
 
 std::string DecisionTable::Describe() const {
   std::string out;
-  for (int op = 0; op < 2; ++op) {
+  for (int op = 0; op < kOps; ++op) {
     for (int d = 0; d < 3; ++d) {
       if (!out.empty()) out.append("; ");
       out.append(kOpNames[op]).append(" ").append(plan::DtypeName(kDtypes[d])).append(":");

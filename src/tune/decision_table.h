@@ -1,5 +1,6 @@
 // ZPP_TUNE=auto's decision: for each collective, dtype and size band (powers of two of the whole
-// gathered or scattered buffer, as ZPP_MIN_BYTES measures it), which of the techniques the user
+// gathered, scattered or reduced buffer, as ZPP_MIN_BYTES measures it), which of the techniques
+// the user
 // turned on a call runs with, the empty choice being NCCL. Built at communicator set-up from the
 // cost model (costmodel/cost_model.h) with the figures every rank agreed on (tune/calibration.h),
 // which also keeps, per entry, a shortlist of the candidates the model cannot rule out; the
@@ -19,9 +20,10 @@
 
 namespace zpp::tune {
 
-// One bit per technique; kWide: qwZ, and qgZ's intra-node stage, at 8 bits where the user asked
-// for fewer (never lossier than the user's setting, which is the lossiest the tuner may choose).
-enum Technique : uint8_t { kQwz = 1, kHpz = 2, kQgz = 4, kWide = 8 };
+// One bit per technique; kWide: qwZ, qgZ's intra-node stage and the all-reduce's inter-node
+// stage at 8 bits where the user asked for fewer (never lossier than the user's setting, which is
+// the lossiest the tuner may choose).
+enum Technique : uint8_t { kQwz = 1, kHpz = 2, kQgz = 4, kWide = 8, kQar = 16 };
 
 class DecisionTable {
  public:
@@ -58,8 +60,9 @@ class DecisionTable {
   // For the log: per collective and dtype, the bands where the choice changes.
   std::string Describe() const;
 
-  static constexpr int kBands = 48;                // whole buffers of 1 byte to 256 TiB
-  static constexpr int kEntries = 2 * 3 * kBands;  // op x dtype x band
+  static constexpr int kBands = 48;                   // whole buffers of 1 byte to 256 TiB
+  static constexpr int kOps = 3;                      // all-gather, reduce-scatter, all-reduce
+  static constexpr int kEntries = kOps * 3 * kBands;  // op x dtype x band
   static constexpr int kMaxTrials = 3;
   // The model is a prior, not the truth (on CPU ranks it misses the transport's CPU time and the
   // wait for late peers): a candidate it puts within this factor of the best is tried.

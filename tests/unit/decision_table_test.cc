@@ -16,7 +16,7 @@ namespace {
 
 plan::Settings AllOn() {
   plan::Settings s;
-  s.qwz = s.hpz = s.qgz = true;
+  s.qwz = s.hpz = s.qgz = s.qar = true;
   s.min_bytes = 0;
   return s;
 }
@@ -29,7 +29,8 @@ costmodel::ClusterModel Model(double inter_gbps, double codec_gbps = 1000) {
 
 std::vector<plan::Call> Calls() {
   std::vector<plan::Call> calls;
-  for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
+  for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter,
+                  plan::CollectiveOp::kAllReduce}) {
     for (auto dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
       for (uint64_t count = 1; count <= (uint64_t{1} << 30); count *= 4) {
         calls.push_back({op, count, dtype,
@@ -75,11 +76,13 @@ TEST(DecisionTableTest, ASlowerLinkBetweenNodesNeverSendsMoreAcrossIt) {
 }
 
 TEST(DecisionTableTest, ChoosesOnlyTheUsersTechniques) {
-  for (uint8_t user = 0; user < 8; ++user) {
+  for (uint8_t user = 0; user < 32; ++user) {
+    if (user & kWide) continue;
     plan::Settings s;
     s.qwz = user & kQwz;
     s.hpz = user & kHpz;
     s.qgz = user & kQgz;
+    s.qar = user & kQar;
     s.min_bytes = 0;
     for (double gbps : {0.1, 10.0, 10000.0}) {
       const DecisionTable table = DecisionTable::Build(Model(gbps), kShape, s);
@@ -96,6 +99,14 @@ TEST(DecisionTableTest, NcclWhereTheCodecCostsMoreThanTheBytesSave) {
   // A slow link and fast codecs: quantize. A link far faster than the codec: NCCL.
   EXPECT_EQ(DecisionTable::Build(Model(10, 1000), kShape, AllOn()).Choice(large), kQgz);
   EXPECT_EQ(DecisionTable::Build(Model(100000, 1), kShape, AllOn()).Choice(large), 0);
+  // The same for DDP's all-reduce (issue 28: the tuner decides it too).
+  const plan::Call bucket{plan::CollectiveOp::kAllReduce, uint64_t{1} << 24, ncclFloat32,
+                          plan::Reduction::kSum};
+  EXPECT_EQ(DecisionTable::Build(Model(10, 1000), kShape, AllOn()).Choice(bucket), kQar);
+  EXPECT_EQ(DecisionTable::Build(Model(100000, 1), kShape, AllOn()).Choice(bucket), 0);
+  // Its entry is the whole buffer's band, as ZPP_MIN_BYTES measures an all-reduce.
+  const DecisionTable table = DecisionTable::Build(Model(10, 1000), kShape, AllOn());
+  EXPECT_EQ(table.EntryOf(bucket) % DecisionTable::kBands, DecisionTable::BandOf(64u << 20));
 }
 
 }  // namespace

@@ -178,27 +178,33 @@ TEST(TrialLogTest, HpzFillsWithoutHitsCountTheHitsTheyBuy) {
 // the user's; with the user's 8 it never changes the bits. qgZ's inter stage stays the user's.
 TEST(TrialScheduleTest, NeverFewerBitsThanTheUsers) {
   for (int bits : {4, 8}) {
-    const plan::Settings user = AllOn(bits);
+    plan::Settings user = AllOn(bits);
+    user.qar = true;  // and the all-reduce's bits
+    user.qar_bits = bits;
     const DecisionTable table = Base(user)->table;
-    bool wide_gather = false, wide_scatter = false;
+    bool wide_gather = false, wide_scatter = false, wide_reduce = false;
     for (int t = 0; t < table.Trials(); ++t) {
       const DecisionTable trial = table.ForTrial(t);
       for (uint64_t count = 1; count <= (uint64_t{1} << 26); count *= 8) {
-        for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
+        for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter,
+                        plan::CollectiveOp::kAllReduce}) {
           const plan::Call call{op, count, ncclFloat32,
                                 op == plan::CollectiveOp::kAllGather ? plan::Reduction::kNone
                                                                      : plan::Reduction::kSum};
           const plan::Settings s = trial.SettingsFor(call);
           EXPECT_TRUE(s.qwz_bits == bits || s.qwz_bits == 8);
           EXPECT_TRUE(s.qgz_bits_intra == bits || s.qgz_bits_intra == 8);
+          EXPECT_TRUE(s.qar_bits == bits || s.qar_bits == 8);
           EXPECT_EQ(s.qgz_bits_inter, user.qgz_bits_inter);
           wide_gather = wide_gather || (s.qwz && s.qwz_bits > bits);
           wide_scatter = wide_scatter || (s.qgz && s.qgz_bits_intra > bits);
+          wide_reduce = wide_reduce || (s.qar && s.qar_bits > bits);
         }
       }
     }
     EXPECT_EQ(wide_gather, bits == 4) << bits << " bits";
     EXPECT_EQ(wide_scatter, bits == 4) << bits << " bits";
+    EXPECT_EQ(wide_reduce, bits == 4) << bits << " bits";
   }
 }
 
