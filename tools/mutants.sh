@@ -309,6 +309,11 @@ mutant tune-trial-hpz-hits-counted src/tune/trial_schedule.cc \
   'means[e] *= (1.0 + hit_ratios[e]) / 2;' \
   'means[e] *= 1.0;' \
   "zpp_unit_tests=TrialLog*"
+# Issue 28: the tuner decides all-reduces among NCCL and the user's compressed all-reduce.
+mutant tune-all-reduce-stays-static src/tune/decision_table.cc \
+  '      enabled = user.qar ? kQar : 0;' \
+  '      enabled = 0;' \
+  "zpp_unit_tests=DecisionTable*:TrialSchedule* zpp_sim_tests=Tune*"
 mutant tune-never-lossier src/tune/decision_table.cc \
   '    s.qwz_bits = 8;' \
   '    s.qwz_bits = 2;' \
