@@ -33,9 +33,19 @@ def rank_main(backend, count):
     dist.destroy_process_group()
 
 
+def build_library():
+    """libzpp.so of the build whose zpp_torch this test runs with (tests/torch/run.sh BUILD puts
+    BUILD/python first on the path), not zpp-run's default: make mutants builds elsewhere."""
+    import importlib.util
+
+    package = os.path.dirname(importlib.util.find_spec("zpp_torch").origin)
+    return os.path.realpath(os.path.join(package, "..", "..", "lib", "libzpp.so"))
+
+
 def run_job(backend, count, cpu_switch=False, extra_env=None):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    command = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--preset", "zero++",
+    command = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--lib", build_library(),
+               "--preset", "zero++",
                "--stats"] + (["--cpu"] if cpu_switch else []) + ["--", torchrun, "--standalone", f"--nproc-per-node={RANKS}",
                os.path.realpath(__file__), "--rank", backend, str(count)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZPP_")}
