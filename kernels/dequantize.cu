@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(256)
     places.Place(item, &piece, &offset);
     float values[device::kChunk] = {};
     if (first < geometry.count) device::DecodeChunk<kBits>(piece, geometry, first, values);
-    if (rotate) device::RotateChunkInverse(values, first, geometry.count);
+    if (rotate) device::RotateChunkInverse(values, first, geometry);
     if (first < geometry.count) {
       void* place = static_cast<uint8_t*>(output) + offset * kElement;
       if (detail::Aligned16(place)) {

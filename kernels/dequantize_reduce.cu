@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(256)
   for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
     float sum[device::kChunk];
     device::SumChunk<kBits>(pieces, item, k, geometry, first, scale_after_sum, sum);
-    if (rotate) device::RotateChunkInverse(sum, first, geometry.count);
+    if (rotate) device::RotateChunkInverse(sum, first, geometry);
     if (first < geometry.count) {
       void* place = static_cast<uint8_t*>(output) + item * geometry.count * kElement;
       if (detail::Aligned16(place)) {

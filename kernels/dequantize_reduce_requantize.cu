@@ -27,8 +27,7 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
     if (item != blockIdx.y) __syncthreads();  // the last item's block max is read by all
     float sum[device::kChunk];
     device::SumChunk<kInBits>(pieces, item, k, geometry, first, scale_after_sum, sum);
-    if (rotate && !out_rotate) device::RotateChunkInverse(sum, first, geometry.count);
-    if (!rotate && out_rotate) device::RotateChunkForward(sum, first, geometry.count);
+    device::ChangeRotatedDomain(sum, first, geometry, rotate, out_geometry, out_rotate);
     device::RoundingStream mine = rounding;
     mine.first_block += static_cast<uint64_t>(item) * out_geometry.blocks;
     device::EncodeChunk<kOutBits>(sum, first, out_geometry, mine, out_pieces + item * out_piece,

@@ -9,6 +9,8 @@
 // the input's range, so no finite input overflows.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/hd.h"
 #include "zpp/format.h"
 
@@ -50,5 +52,14 @@ ZPP_HD void RotateForward32(float* values) {
 }
 
 ZPP_HD void RotateInverse32(float* values) { HadamardStages<kRotationPoints>(values); }
+
+// Where the rotated runs end among the `n` elements from a block boundary to the piece's end
+// (blocks of `block`, a multiple of 32): at n when n is a multiple of 32, else where the tail
+// block starts: a block holding an incomplete run stays unrotated whole (format.h). A rotated
+// value is about 1/sqrt(32) of the values it mixes, so rotated and unrotated values sharing a
+// block's scale would leave the rotated ones a few quantization steps.
+ZPP_HD uint64_t RotatedEnd(uint64_t n, uint64_t block) {
+  return n % kRotationPoints == 0 ? n : n / block * block;
+}
 
 }  // namespace zpp::codec

@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
     } else {
       device::LoadChunk<kDtype, false>(data, first, geometry.count, values);
     }
-    if (rotate) device::RotateChunkForward(values, first, geometry.count);
+    if (rotate) device::RotateChunkForward(values, first, geometry);
     device::RoundingStream mine = rounding;
     mine.first_block += static_cast<uint64_t>(item) * geometry.blocks;
     device::EncodeChunk<kBits>(values, first, geometry, mine, pieces + to, warp_max);

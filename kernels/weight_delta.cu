@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
   }
 #pragma unroll
   for (int i = 0; i < device::kChunk; ++i) values[i] -= base[i];
-  if (rotate) device::RotateChunkForward(values, first, geometry.count);
+  if (rotate) device::RotateChunkForward(values, first, geometry);
   device::EncodeChunk<kBits>(values, first, geometry, rounding, piece, warp_max);
 }
 
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(256)
     float values[device::kChunk] = {};
     if (match) {
       if (first < geometry.count) device::DecodeChunk<kBits>(message, geometry, first, values);
-      if (rotate) device::RotateChunkInverse(values, first, geometry.count);
+      if (rotate) device::RotateChunkInverse(values, first, geometry);
     }
     if (first >= geometry.count) continue;
     float base[device::kChunk];

@@ -7,15 +7,32 @@
 
 namespace zpp::codec {
 
-void RotateRunsForward(float* values, size_t n) {
-  for (size_t run = 0; run + kRotationPoints <= n; run += kRotationPoints) {
+void RotateRunsForward(float* values, size_t n, size_t block) {
+  const size_t end = static_cast<size_t>(RotatedEnd(n, static_cast<uint64_t>(block)));
+  for (size_t run = 0; run + kRotationPoints <= end; run += kRotationPoints) {
     RotateForward32(values + run);
   }
 }
 
-void RotateRunsInverse(float* values, size_t n) {
-  for (size_t run = 0; run + kRotationPoints <= n; run += kRotationPoints) {
+void RotateRunsInverse(float* values, size_t n, size_t block) {
+  const size_t end = static_cast<size_t>(RotatedEnd(n, static_cast<uint64_t>(block)));
+  for (size_t run = 0; run + kRotationPoints <= end; run += kRotationPoints) {
     RotateInverse32(values + run);
+  }
+}
+
+void ChangeRotatedDomain(float* values, uint64_t first, size_t n, uint64_t count,
+                         const Format& from, const Format& to) {
+  const auto end = [count](const Format& f) {
+    return f.rotate ? RotatedEnd(count, static_cast<uint64_t>(f.block)) : 0;
+  };
+  const uint64_t from_end = end(from), to_end = end(to);
+  if (from_end == to_end) return;
+  for (size_t run = 0; run + kRotationPoints <= n; run += kRotationPoints) {
+    const uint64_t last = first + run + kRotationPoints;
+    const bool in = last <= from_end, out = last <= to_end;
+    if (in && !out) RotateInverse32(values + run);
+    if (!in && out) RotateForward32(values + run);
   }
 }
 

@@ -14,10 +14,18 @@ namespace zpp::codec {
 // The largest run the reference works on at once: one block of the largest size.
 inline constexpr size_t kMaxRun = 4096;
 
-// Rotates (or rotates back) the complete 32-element runs of values[0, n), where values[0] is
-// an element of the piece at a multiple of 32; a shorter trailing run is left as it is.
-void RotateRunsForward(float* values, size_t n);
-void RotateRunsInverse(float* values, size_t n);
+// Rotates (or rotates back) the 32-element runs of values[0, n) before RotatedEnd(n, block)
+// (kernels/hadamard.h), where values[0] is an element of the piece at a block boundary (blocks of
+// `block`) and n runs to the end of a whole number of blocks or of the piece.
+void RotateRunsForward(float* values, size_t n, size_t block);
+void RotateRunsInverse(float* values, size_t n, size_t block);
+
+// From the rotated domain of a piece in `from` (rotated or not) to that of `to`, on values[0, n),
+// the elements [first, first + n) of a piece of `count` (first a block boundary of both): run by
+// run, back where only `from` rotates the run, forward where only `to` does. The two differ in
+// the rotation flag, or in the tail block when the piece ends inside a run (format.h).
+void ChangeRotatedDomain(float* values, uint64_t first, size_t n, uint64_t count,
+                         const Format& from, const Format& to);
 
 // Encodes values[0, n) into the piece as its elements [first, first + n): first is a block
 // boundary, n <= kMaxRun, and the run holds whole blocks except at the piece's end. `stream_key`

@@ -30,7 +30,7 @@ Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Forma
     for (uint64_t first = 0; first < count; first += block) {
       const size_t n = std::min<uint64_t>(block, count - first);
       DecodeRun(piece.bytes.data(), layout, format, first, n, values.data());
-      if (format.rotate) RotateRunsInverse(values.data(), n);
+      if (format.rotate) RotateRunsInverse(values.data(), n, block);
       StoreElements(output.data, output.dtype, piece.output_offset + first, n, values.data());
     }
   }

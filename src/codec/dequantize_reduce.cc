@@ -59,7 +59,7 @@ Result DequantizeReduce(Pieces pieces, size_t count, const Format& format, float
   for (uint64_t first = 0; first < count; first += block) {
     const size_t n = std::min<uint64_t>(block, count - first);
     SumRun(pieces, layout, format, first, n, scale_after_sum, sum.data());
-    if (format.rotate) RotateRunsInverse(sum.data(), n);
+    if (format.rotate) RotateRunsInverse(sum.data(), n, block);
     StoreElements(output.data, output.dtype, first, n, sum.data());
   }
   return ncclSuccess;
@@ -83,8 +83,7 @@ Result DequantizeReduceRequantize(Pieces pieces, size_t count, const Format& for
   for (uint64_t first = 0; first < count; first += run) {
     const size_t n = std::min<uint64_t>(run, count - first);
     SumRun(pieces, layout, format, first, n, scale_after_sum, sum.data());
-    if (format.rotate && !out_format.rotate) RotateRunsInverse(sum.data(), n);
-    if (!format.rotate && out_format.rotate) RotateRunsForward(sum.data(), n);
+    ChangeRotatedDomain(sum.data(), first, n, count, format, out_format);
     EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
   }
   ZeroPadding(out_piece.data(), out_layout, out_format.bits);

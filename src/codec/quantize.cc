@@ -29,7 +29,7 @@ Result Quantize(ConstTensorView input, const Format& format, const Rounding& rou
   for (uint64_t first = 0; first < input.count; first += block) {
     const size_t n = std::min<uint64_t>(block, input.count - first);
     LoadElements(input.data, input.dtype, first, n, values.data());
-    if (format.rotate) RotateRunsForward(values.data(), n);
+    if (format.rotate) RotateRunsForward(values.data(), n, block);
     EncodeRun(values.data(), first, n, format, rounding, stream_key, layout, piece.data());
   }
   ZeroPadding(piece.data(), layout, format.bits);

@@ -67,7 +67,7 @@ TEST(ReduceTest, RequantizedSumIsWithinHalfAStepOfTheNewFormat) {
                                            out.Span()),
                 ncclSuccess);
       // In the output's domain, each value is within half a step of its block's scale.
-      const std::vector<double> target = out_rotate ? RefRotateForward(pieces.sum) : pieces.sum;
+      const std::vector<double> target = out_rotate ? RefRotateForward(pieces.sum, 32) : pieces.sum;
       for (size_t i = 0; i < kCount; ++i) {
         const double scale = RefScale(out.ConstSpan(), i / 32);
         const double decoded = RefQuantized(out.ConstSpan(), kCount, out_format, i) * scale;

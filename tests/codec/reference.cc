@@ -164,9 +164,12 @@ namespace {
 // Sylvester's H32: entry (i, j) is (-1)^popcount(i & j).
 double Hadamard(size_t i, size_t j) { return __builtin_popcountll(i & j) % 2 == 0 ? 1.0 : -1.0; }
 
-std::vector<double> MultiplyRuns(std::span<const double> values, double factor) {
+// format.h: every run of 32, except in the tail block when the piece ends inside a run (that
+// block stays unrotated whole).
+std::vector<double> MultiplyRuns(std::span<const double> values, size_t block, double factor) {
   std::vector<double> out(values.begin(), values.end());
-  for (size_t run = 0; run + 32 <= values.size(); run += 32) {
+  const size_t end = values.size() % 32 == 0 ? values.size() : values.size() / block * block;
+  for (size_t run = 0; run + 32 <= end; run += 32) {
     for (size_t i = 0; i < 32; ++i) {
       double sum = 0;
       for (size_t j = 0; j < 32; ++j) sum += Hadamard(i, j) * values[run + j];
@@ -178,12 +181,12 @@ std::vector<double> MultiplyRuns(std::span<const double> values, double factor) 
 
 }  // namespace
 
-std::vector<double> RefRotateForward(std::span<const double> values) {
-  return MultiplyRuns(values, 1.0 / 32);
+std::vector<double> RefRotateForward(std::span<const double> values, size_t block) {
+  return MultiplyRuns(values, block, 1.0 / 32);
 }
 
-std::vector<double> RefRotateInverse(std::span<const double> values) {
-  return MultiplyRuns(values, 1.0);
+std::vector<double> RefRotateInverse(std::span<const double> values, size_t block) {
+  return MultiplyRuns(values, block, 1.0);
 }
 
 std::vector<double> RefDecodePiece(std::span<const std::byte> piece, size_t count,
@@ -194,7 +197,7 @@ std::vector<double> RefDecodePiece(std::span<const std::byte> piece, size_t coun
     values[i] = RefQuantized(piece, count, format, i) * static_cast<double>(scale);
     if (std::isnan(scale)) values[i] = std::numeric_limits<double>::quiet_NaN();
   }
-  return format.rotate ? RefRotateInverse(values) : values;
+  return format.rotate ? RefRotateInverse(values, static_cast<size_t>(format.block)) : values;
 }
 
 std::vector<double> Gaussian(size_t n, uint64_t seed) {

@@ -82,13 +82,15 @@ class PieceBuffer {
 float RefScale(std::span<const std::byte> piece, size_t block_index);
 int RefQuantized(std::span<const std::byte> piece, size_t count, const Format& format,
                  size_t element);
-// The decoded piece in fp64: q * scale, then H32 on each complete 32-run if rotated.
+// The decoded piece in fp64: q * scale, then H32 on each rotated 32-run if rotated.
 std::vector<double> RefDecodePiece(std::span<const std::byte> piece, size_t count,
                                    const Format& format);
-// H32 * (x / 32) on each complete 32-run (the encoder's domain), in fp64.
-std::vector<double> RefRotateForward(std::span<const double> values);
-// H32 * y on each complete 32-run, in fp64.
-std::vector<double> RefRotateInverse(std::span<const double> values);
+// H32 * (x / 32) on each 32-run that format.h rotates in a piece of values.size() elements in
+// blocks of `block` (the encoder's domain), in fp64: every run, but none of the tail block when
+// the piece ends inside a run.
+std::vector<double> RefRotateForward(std::span<const double> values, size_t block);
+// H32 * y on the same runs, in fp64.
+std::vector<double> RefRotateInverse(std::span<const double> values, size_t block);
 
 // Samples (fixed seeds: the tests are deterministic).
 std::vector<double> Gaussian(size_t n, uint64_t seed);

@@ -79,7 +79,7 @@ TEST(StochasticTest, EveryElementWithinOneStep) {
   const HostTensor input = TensorOf(ncclBfloat16, Gaussian(65536, 14));
   const Format format{4, 128, true};
   const RoundTrip trip = QuantizeAndBack(input, format, Stochastic(2), ncclFloat32);
-  const std::vector<double> rotated = RefRotateForward(input.Values());
+  const std::vector<double> rotated = RefRotateForward(input.Values(), 128);
   for (size_t i = 0; i < input.count(); ++i) {
     const double scale = RefScale(trip.piece.ConstSpan(), i / 128);
     const double decoded = RefQuantized(trip.piece.ConstSpan(), input.count(), format, i) * scale;
