@@ -141,9 +141,11 @@ def rank_main():
     t = torch.tensor([rank + 1], dtype=torch.int64)
     dist.all_reduce(t, op=dist.ReduceOp.PRODUCT)
     expect(t.item() == 24, f"all_reduce product {t}")
-    t = torch.tensor([float(rank)])
-    dist.all_reduce(t, op=dist.ReduceOp.AVG)
-    expect(t.item() == sum(range(n)) / n, f"all_reduce avg {t}")
+    # AVG of fp32 through the engine, of fp64 (no engine dtype) exact here.
+    for dtype in (torch.float32, torch.float64):
+        t = torch.tensor([float(rank)], dtype=dtype)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        expect(t.item() == sum(range(n)) / n, f"all_reduce avg {dtype}: {t}")
     t = torch.tensor([[rank, rank * 3], [rank * 5, rank * 7]], dtype=torch.int64).t()
     expect(not t.is_contiguous(), "the broadcast's tensor should be strided")
     dist.broadcast(t, src=2)
@@ -241,11 +243,12 @@ def rank_main():
     stats = zpp_torch.stats()
     expect(sum(stats["calls"].values()) > 0, f"no engine call counted: {stats}")
     expect(stats["sent_bytes"]["inter_node"] > 0, f"no inter-node bytes: {stats}")
-    # What the engine does not take, counted by the package: the 6 all-reduces above that are
-    # not sums of fp32, fp16 or bf16 (the one refused counts too), the default group's broadcast
-    # and barrier. The 3 float sums went through the engine (plain here: exact, passed through).
+    # What the engine does not take, counted by the package: the 7 all-reduces above that are
+    # not sums or averages of fp32, fp16 or bf16 (the one refused counts too), the default
+    # group's broadcast and barrier. The float sums and the fp32 average went through the engine
+    # (plain here: exact, passed through).
     exact = stats["exact_ops"]
-    expect(exact.get("all_reduce") == 6 and exact.get("broadcast") == 1 and
+    expect(exact.get("all_reduce") == 7 and exact.get("broadcast") == 1 and
            exact.get("barrier", 0) >= 1, f"exact collectives counted: {exact}")
     topology = dist.distributed_c10d._get_default_group()._get_backend(
         torch.device("cpu")).topology()
