@@ -1,7 +1,7 @@
 // zpp-codec-sweep: the relative L2 error of the CPU codec for every block size, on Gaussian and
 // Student-t (4 degrees of freedom) data, with the bits each element costs on the wire (payload
 // plus its share of the fp32 scale). This is the measurement behind the default block size
-// (README, "Codecs"). It prints a Markdown table, and exits 1 when a figure is not one a working
+// (docs/codecs.md). It prints a Markdown table, and exits 1 when a figure is not one a working
 // codec gives (not finite, zero, or over the per-element bound of half a quantization step).
 #include <CLI/CLI.hpp>
 #include <algorithm>

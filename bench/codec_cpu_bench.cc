@@ -9,7 +9,7 @@
 
 #include "checked_reporter.h"
 #include "codec/codec.h"
-#include "kernels/codec_math.h"
+#include "codec/math/codec_math.h"
 
 namespace zpp::codec {
 namespace {
@@ -60,7 +60,7 @@ bool Failed(benchmark::State& state, Result result) {
 }
 
 // Relative L2 of a decoded tensor against the input it came from: Gaussian data at block 256
-// err 0.70% (int8) and 12.6% (int4) (README); above 1.5x that the codec is broken.
+// err 0.70% (int8) and 12.6% (int4) (docs/codecs.md); above 1.5x that the codec is broken.
 void CheckRoundTrip(benchmark::State& state, const AlignedBytes& input, const AlignedBytes& output,
                     ncclDataType_t dtype, int bits) {
   double error = 0, norm = 0;

@@ -1,4 +1,4 @@
-// zpp-step-volumes: the README's table of inter-node volume and error per ZeRO-3 step, for each
+// zpp-step-volumes: the table of inter-node volume and error per ZeRO-3 step, for each
 // configuration, on the simulated 2-node x 4-rank cluster (bf16, 4 units, 5 steps, steady state
 // from step 2). Volume is in units of one plain all-gather of the whole model (ZeRO-3: 3.0).
 // A measurement, not a test: the assertions on the same replay are in tests/sim/hpz_test.cc and
@@ -11,7 +11,7 @@
 
 namespace {
 
-// The README's names for the configurations (zpp-bench's JSON uses ModeName).
+// The names docs/benchmarks.md uses for the configurations (zpp-bench's JSON uses ModeName).
 const char* Label(const std::string& mode) {
   if (mode == "nccl") return "plain NCCL (ZeRO-3)";
   if (mode == "qwz8") return "qwZ int8";
@@ -29,7 +29,7 @@ const char* Label(const std::string& mode) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Prints the README's table of inter-node volume and error per ZeRO-3 step for each "
+      "Prints the table of inter-node volume and error per ZeRO-3 step for each "
       "configuration, on the simulated 2-node x 4-rank cluster (bf16, 4 units, 5 steps). Volume "
       "is in units of one plain all-gather of the whole model (ZeRO-3: 3.0). Takes no options."};
   CLI11_PARSE(app, argc, argv);

@@ -16,9 +16,9 @@
 #include <span>
 #include <string>
 
+#include "codec/math/codec_params.h"
 #include "codec/views.h"
-#include "common/result.h"
-#include "kernels/codec_params.h"
+#include "log/check.h"
 
 namespace zpp::codec::gpu {
 

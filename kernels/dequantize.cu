@@ -7,8 +7,8 @@
 #include <string>
 
 #include "codec/batch.h"
+#include "codec/math/batch_places.h"
 #include "codec/validate.h"
-#include "kernels/batch_places.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"

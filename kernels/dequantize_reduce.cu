@@ -61,8 +61,8 @@ Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   ZPP_CHECK(detail::CheckReduceInputs(kApi, pieces, count, format, scale_after_sum, geometry));
   ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu", kApi,
-                output.count, count);
+  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
+                kApi, output.count, count);
   return Launch(kApi, detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count,
                 format, scale_after_sum, output, stream);
 }
@@ -74,8 +74,9 @@ Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatc
   ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
   ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
   ZPP_CHECK_ARG(output.count == batch.items * count,
-                "%s: output has %zu elements, %u sums of %zu need %llu", kApi, output.count,
-                batch.items, count, static_cast<unsigned long long>(batch.items) * count);
+                "%s: output has %zu elements, %u sums of %zu need %llu" ZPP_BUG_REPORT, kApi,
+                output.count, batch.items, count,
+                static_cast<unsigned long long>(batch.items) * count);
   const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
   return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
                 scale_after_sum, output, stream);

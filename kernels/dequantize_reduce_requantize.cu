@@ -149,11 +149,12 @@ Result DequantizeReduceRequantizeFeedbackBatch(
   ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
   ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
   ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !residual_format.rotate,
-                "%s: error feedback takes unrotated formats", kApi);
+                "%s: error feedback takes unrotated formats" ZPP_BUG_REPORT, kApi);
   // One thread block encodes a block of the output and of the residual alike.
-  ZPP_CHECK_ARG(residual_format.bits == 8 && residual_format.block == out_format.block,
-                "%s: the residual is int8 in the output's block size (bits %d, block %d)", kApi,
-                residual_format.bits, residual_format.block);
+  ZPP_CHECK_ARG(
+      residual_format.bits == 8 && residual_format.block == out_format.block,
+      "%s: the residual is int8 in the output's block size (bits %d, block %d)" ZPP_BUG_REPORT,
+      kApi, residual_format.bits, residual_format.block);
   const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
   const device::PieceGeometry residual_geometry = detail::GeometryOf(count, residual_format);
   ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),

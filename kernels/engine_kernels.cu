@@ -41,8 +41,8 @@ bool FloatDtype(ncclDataType_t dtype) {
 }  // namespace
 
 Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
-  ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar");
-  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d", data.dtype);
+  ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar" ZPP_BUG_REPORT);
+  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d" ZPP_BUG_REPORT, data.dtype);
   if (data.count == 0) return ncclSuccess;
   const unsigned grid = GridOf(data.count);
   switch (data.dtype) {
@@ -60,7 +60,8 @@ Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t str
 }
 
 Result CopySmallFromHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ZPP_CHECK_ARG(bytes <= kSmallCopyBytes, "CopySmallFromHost: %zu bytes (at most %zu)", bytes,
+  ZPP_CHECK_ARG(bytes <= kSmallCopyBytes,
+                "CopySmallFromHost: %zu bytes (at most %zu)" ZPP_BUG_REPORT, bytes,
                 kSmallCopyBytes);
   if (bytes == 0) return ncclSuccess;
   SmallRecord record;

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "codec/views.h"
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::codec::gpu {
 

@@ -1,11 +1,11 @@
 // The fingerprint: a grid-stride loop over 16-byte pairs of words, each thread summing its
 // words' hashes, a warp sum, then one 64-bit atomic add per warp. Wrapping addition commutes, so
-// the order the atomics land in cannot change the result (kernels/fingerprint_math.h).
+// the order the atomics land in cannot change the result (codec/math/fingerprint_math.h).
 #include <algorithm>
 #include <atomic>
 
+#include "codec/math/codec_math.h"
 #include "kernels/codec_kernels.h"
-#include "kernels/codec_math.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
@@ -125,20 +125,24 @@ bool LoadFingerprintKernels() {
 Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, size_t item_stride,
                         std::byte* out, size_t out_stride, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::FingerprintBatch";
-  ZPP_CHECK_ARG(out != nullptr || items == 0, "%s: out is null", kApi);
+  ZPP_CHECK_ARG(out != nullptr || items == 0, "%s: out is null" ZPP_BUG_REPORT, kApi);
   ZPP_CHECK_ARG(reinterpret_cast<uintptr_t>(out) % 8 == 0 && (items <= 1 || out_stride % 8 == 0),
-                "%s: fingerprints at %p every %zu bytes are not 8-byte aligned", kApi,
-                static_cast<void*>(out), out_stride);
-  ZPP_CHECK_ARG(items <= 1 || out_stride >= 8, "%s: fingerprints every %zu bytes overlap", kApi,
-                out_stride);
-  ZPP_CHECK_ARG(data != nullptr || bytes == 0 || items == 0, "%s: bytes is null", kApi);
+                "%s: fingerprints at %p every %zu bytes are not 8-byte aligned" ZPP_BUG_REPORT,
+                kApi, static_cast<void*>(out), out_stride);
+  ZPP_CHECK_ARG(items <= 1 || out_stride >= 8,
+                "%s: fingerprints every %zu bytes overlap" ZPP_BUG_REPORT, kApi, out_stride);
+  ZPP_CHECK_ARG(data != nullptr || bytes == 0 || items == 0, "%s: bytes is null" ZPP_BUG_REPORT,
+                kApi);
   if (items == 0) return ncclSuccess;
 
   int device = 0;
   const size_t pitch = items == 1 ? 8 : out_stride;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaMemset2DAsync(out, pitch, 0, sizeof(uint64_t), items, stream) != cudaSuccess) {
-    ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
+    ZPP_WARN(
+        "%s: %s; the call fails with ncclUnhandledCudaError (a CUDA error, often an earlier "
+        "kernel's: CUDA_LAUNCH_BLOCKING=1 shows which)",
+        kApi, cudaGetErrorString(cudaGetLastError()));
     return ncclUnhandledCudaError;
   }
   // Enough threads to keep the memory busy, few enough that the atomics stay negligible: one

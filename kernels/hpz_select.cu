@@ -46,10 +46,12 @@ __global__ void SelectPartitionKernel(const uint64_t* __restrict__ now, HpzCandi
 Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
                        std::span<std::byte> send, uint32_t* counters, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::SelectPartition";
-  ZPP_CHECK_ARG(now != nullptr && counters != nullptr, "%s: null fingerprint or counters", kApi);
-  ZPP_CHECK_ARG(candidates.count <= kMaxHpzCandidates, "%s: %u candidates (at most %u)", kApi,
-                candidates.count, kMaxHpzCandidates);
-  ZPP_CHECK_ARG(send.data() != nullptr || send.empty(), "%s: send is null", kApi);
+  ZPP_CHECK_ARG(now != nullptr && counters != nullptr,
+                "%s: null fingerprint or counters" ZPP_BUG_REPORT, kApi);
+  ZPP_CHECK_ARG(candidates.count <= kMaxHpzCandidates,
+                "%s: %u candidates (at most %u)" ZPP_BUG_REPORT, kApi, candidates.count,
+                kMaxHpzCandidates);
+  ZPP_CHECK_ARG(send.data() != nullptr || send.empty(), "%s: send is null" ZPP_BUG_REPORT, kApi);
   bool vector = detail::Aligned16(send.data());
   for (uint32_t i = 0; i < candidates.count; ++i) {
     vector = vector && detail::Aligned16(candidates.partition[i]);

@@ -1,5 +1,5 @@
 // hpZ's choice of the partition a hit sends, as device work (src/backend/backend.h,
-// SelectPartition; kernels/hpz_select_math.h). The candidates travel as a kernel argument:
+// SelectPartition; codec/math/hpz_select_math.h). The candidates travel as a kernel argument:
 // nothing allocates, synchronizes or calls back, so it captures.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "common/result.h"
-#include "kernels/hpz_select_math.h"
+#include "codec/math/hpz_select_math.h"
+#include "log/check.h"
 
 namespace zpp::codec::gpu {
 

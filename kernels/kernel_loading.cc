@@ -21,8 +21,11 @@ Result LoadKernels() {
   };
   for (const auto& [file, load] : kFiles) {
     if (load()) continue;
-    ZPP_WARN("zpp: could not load the kernels of %s: %s", file,
-             cudaGetErrorString(cudaGetLastError()));
+    ZPP_WARN(
+        "zpp: could not load the kernels of %s: %s; zpp set-up fails and every rank passes this "
+        "communicator's calls to NCCL (is this GPU among the sm numbers libzpp.so was built for, "
+        "CMake's ZPP_CUDA_ARCHITECTURES?)",
+        file, cudaGetErrorString(cudaGetLastError()));
     return ncclUnhandledCudaError;
   }
   return ncclSuccess;

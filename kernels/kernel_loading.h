@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::codec::gpu {
 

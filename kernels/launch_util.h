@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "common/result.h"
-#include "kernels/codec_math.h"
-#include "kernels/codec_params.h"
+#include "codec/math/codec_math.h"
+#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/group_max.cuh"
 #include "kernels/device/piece_codec.cuh"
+#include "log/check.h"
 #include "zpp/format.h"
 
 namespace zpp::codec::gpu::detail {
@@ -61,7 +61,10 @@ inline device::RoundingStream StreamOf(const Rounding& rounding) {
 inline Result CheckLaunch(const char* api) {
   const cudaError_t error = cudaGetLastError();
   if (error == cudaSuccess) return ncclSuccess;
-  ZPP_WARN("%s: kernel launch failed: %s", api, cudaGetErrorString(error));
+  ZPP_WARN(
+      "%s: kernel launch failed: %s; the call fails with ncclUnhandledCudaError (an earlier "
+      "kernel's error shows here too: CUDA_LAUNCH_BLOCKING=1 shows which)",
+      api, cudaGetErrorString(error));
   return ncclUnhandledCudaError;
 }
 

@@ -21,8 +21,9 @@ inline Result CheckReduceInputs(const char* api, std::span<const std::span<const
   ZPP_CHECK(CheckFormat(api, ncclFloat32, format));
   ZPP_CHECK(CheckCount(api, count));
   ZPP_CHECK(CheckReduction(api, pieces.size(), scale_after_sum));
-  ZPP_CHECK_ARG(pieces.size() <= kMaxReducePieces, "%s: %zu pieces, at most %zu in one call", api,
-                pieces.size(), kMaxReducePieces);
+  ZPP_CHECK_ARG(pieces.size() <= kMaxReducePieces,
+                "%s: %zu pieces, at most %zu in one call" ZPP_BUG_REPORT, api, pieces.size(),
+                kMaxReducePieces);
   for (size_t i = 0; i < pieces.size(); ++i) {
     const std::string name = "pieces[" + std::to_string(i) + "]";
     ZPP_CHECK(CheckPiece(api, name.c_str(), pieces[i].data(), pieces[i].size(),

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::codec::gpu {
 
 // pattern[i] = the latest j < i with fingerprints[j] == fingerprints[i], else -1; *hash as
-// codec::ReusePattern computes it (kernels/reuse_pattern_math.h).
+// codec::ReusePattern computes it (codec/math/reuse_pattern_math.h).
 Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed, int32_t* pattern,
                     uint64_t* hash, cudaStream_t stream);
 

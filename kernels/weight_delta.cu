@@ -7,13 +7,13 @@
 // writes NaN and counts the failure once per item. Two launches whatever the number of nodes.
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "codec/math/float_bits.h"
 #include "codec/validate.h"
 #include "codec/weight_delta.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
-#include "kernels/float_bits.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
@@ -97,7 +97,10 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
   // The trailer's second word is zero on the wire (FingerprintBatch zeroes the first).
   if (cudaMemsetAsync(message.data() + piece + sizeof(uint64_t), 0,
                       kDeltaTrailerBytes - sizeof(uint64_t), stream) != cudaSuccess) {
-    ZPP_WARN("%s: %s", kApi, cudaGetErrorString(cudaGetLastError()));
+    ZPP_WARN(
+        "%s: %s; the call fails with ncclUnhandledCudaError (a CUDA error, often an earlier "
+        "kernel's: CUDA_LAUNCH_BLOCKING=1 shows which)",
+        kApi, cudaGetErrorString(cudaGetLastError()));
     return ncclUnhandledCudaError;
   }
   if (weights.count != 0) {
@@ -128,7 +131,8 @@ Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint3
       CheckApplyDeltaBatch(kApi, messages, stride, items, count, format, reference, failures));
   ZPP_CHECK_ARG(held.size() >= static_cast<size_t>(items) * sizeof(uint64_t) &&
                     detail::Aligned16(held.data()),
-                "%s: %zu bytes at %p cannot hold %u fingerprints (8 bytes each, 16-byte aligned)",
+                "%s: %zu bytes at %p cannot hold %u fingerprints (8 bytes each, 16-byte "
+                "aligned)" ZPP_BUG_REPORT,
                 kApi, held.size(), static_cast<void*>(held.data()), items);
   if (items == 0) return ncclSuccess;
   const size_t element = ElementBytes(reference.dtype);

@@ -1,10 +1,10 @@
 // zpp's own exported C API (include/zpp/zpp.h): thin wrappers that catch everything.
 #include <cstdio>
 
-#include "common/c_boundary.h"
 #include "config/config.h"
 #include "epoch/step_epoch.h"
 #include "log/log.h"
+#include "plugin/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/progress_line.h"
 #include "plugin/stats_report.h"
@@ -15,7 +15,8 @@ extern "C" {
 
 ZPP_API ncclResult_t zppGetVersion(int* version) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(version != nullptr, "zppGetVersion: version is NULL");
+    ZPP_CHECK_ARG(version != nullptr,
+                  "zppGetVersion: version is NULL; the call returns ncclInvalidArgument");
     *version = ZPP_VERSION_CODE;
     return ncclSuccess;
   });
@@ -23,7 +24,8 @@ ZPP_API ncclResult_t zppGetVersion(int* version) {
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(stats != nullptr, "zppGetStats: stats is NULL");
+    ZPP_CHECK_ARG(stats != nullptr,
+                  "zppGetStats: stats is NULL; the call returns ncclInvalidArgument");
     zpp::ProcessStats().Snapshot(stats);
     stats->step_epoch = zpp::ProcessStepEpoch().Current();
     return ncclSuccess;
@@ -32,9 +34,13 @@ ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
 
 ZPP_API ncclResult_t zppGetCommStats(ncclComm_t comm, zppStats_t* stats) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(stats != nullptr, "zppGetCommStats: stats is NULL");
+    ZPP_CHECK_ARG(stats != nullptr,
+                  "zppGetCommStats: stats is NULL; the call returns ncclInvalidArgument");
     const auto state = zpp::plugin::Comms().Find(comm);
-    ZPP_CHECK_ARG(state != nullptr, "zppGetCommStats: communicator %p is not one zpp saw created",
+    ZPP_CHECK_ARG(state != nullptr,
+                  "zppGetCommStats: communicator %p is not one zpp saw created; the call returns "
+                  "ncclInvalidArgument (pass a live communicator made after libzpp.so was loaded, "
+                  "or read zppGetStats for the process)",
                   static_cast<void*>(comm));
     state->stats.Snapshot(stats);
     stats->step_epoch = zpp::ProcessStepEpoch().Current();
@@ -44,9 +50,15 @@ ZPP_API ncclResult_t zppGetCommStats(ncclComm_t comm, zppStats_t* stats) {
 
 ZPP_API ncclResult_t zppGetPassThroughReasonName(int reason, const char** name) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(name != nullptr, "zppGetPassThroughReasonName: name is NULL");
+    ZPP_CHECK_ARG(
+        name != nullptr,
+        "zppGetPassThroughReasonName: name is NULL; the call returns ncclInvalidArgument");
     const char* found = zpp::PassThroughReasonName(reason);
-    ZPP_CHECK_ARG(found != nullptr, "zppGetPassThroughReasonName: unknown reason %d", reason);
+    ZPP_CHECK_ARG(
+        found != nullptr,
+        "zppGetPassThroughReasonName: unknown reason %d; the call returns ncclInvalidArgument "
+        "(reasons run from 0 to zppNumReasons - 1)",
+        reason);
     *name = found;
     return ncclSuccess;
   });
@@ -69,7 +81,8 @@ ZPP_API ncclResult_t zppStepEpochAdvance(uint64_t* epoch) {
 
 ZPP_API ncclResult_t zppGetStepEpoch(uint64_t* epoch) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(epoch != nullptr, "zppGetStepEpoch: epoch is NULL");
+    ZPP_CHECK_ARG(epoch != nullptr,
+                  "zppGetStepEpoch: epoch is NULL; the call returns ncclInvalidArgument");
     *epoch = zpp::ProcessStepEpoch().Current();
     return ncclSuccess;
   });

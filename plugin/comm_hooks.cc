@@ -1,11 +1,12 @@
 // The exported hooks on communicator creation, destruction and groups: forwarded to the real
-// NCCL, with zpp's per-communicator state kept beside (DESIGN.md, "Runtime NCCL").
+// NCCL, with zpp's per-communicator state kept beside (docs/architecture.md, the runtime NCCL
+// rules under "Contracts every change keeps").
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "common/c_boundary.h"
 #include "log/log.h"
+#include "plugin/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"
 #include "plugin/group_state.h"
@@ -41,8 +42,8 @@ class AbortedStates {
         bool ended = false;
         if ((*it)->DeviceUsesEnded(&ended) != ncclSuccess) {
           ZPP_WARN(
-              "an aborted communicator's device work cannot be queried: its zpp memory is kept "
-              "to the end of the process");
+              "an aborted communicator's device work cannot be queried (a CUDA error; "
+              "ZPP_DEBUG=INFO shows it): its zpp memory is kept to the end of the process");
           kept_.push_back(std::move(*it));
           it = waiting_.erase(it);
         } else if (ended) {
@@ -243,8 +244,9 @@ ZPP_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncE
     if (const ncclResult_t sub = zpp->AsyncError(); sub != ncclSuccess) {
       if (!state->sub_error_reported.exchange(true)) {
         ZPP_WARN(
-            "communicator %p: one of zpp's sub-communicators failed (%d): reported as the "
-            "communicator's asynchronous error",
+            "ncclCommGetAsyncError: communicator %p: one of zpp's sub-communicators failed (%d): "
+            "reported as the communicator's asynchronous error; abort the communicator as for any "
+            "NCCL error (NCCL_DEBUG=WARN and ZPP_DEBUG=INFO show the cause)",
             static_cast<void*>(comm), static_cast<int>(sub));
       }
       *asyncError = sub;
@@ -279,8 +281,10 @@ ZPP_API ncclResult_t ncclGroupEnd() {
       result = WaitForNonblockingComms(*nccl);
     }
     if (result != ncclSuccess) {
-      ZPP_WARN("ncclGroupEnd failed (%d): the group's %zu zpp call(s) did not run",
-               static_cast<int>(result), deferred.size());
+      ZPP_WARN(
+          "ncclGroupEnd failed (%d): the group's %zu zpp call(s) did not run; ncclGroupEnd returns "
+          "that error (NCCL_DEBUG=WARN shows NCCL's reason)",
+          static_cast<int>(result), deferred.size());
       return result;
     }
     return zpp::plugin::RunDeferred(std::move(deferred));
@@ -300,8 +304,10 @@ ZPP_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
       group.deferred.clear();
       for (const zpp::plugin::ZppCall& call : deferred) {
         if (const ncclResult_t forwarded = call.to_nccl(); forwarded != ncclSuccess) {
-          ZPP_WARN("ncclGroupSimulateEnd: NCCL refused a grouped call to simulate (%d)",
-                   static_cast<int>(forwarded));
+          ZPP_WARN(
+              "ncclGroupSimulateEnd: NCCL refused a grouped call to simulate (%d); the estimate "
+              "leaves that call out",
+              static_cast<int>(forwarded));
         }
       }
     }

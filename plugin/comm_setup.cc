@@ -24,8 +24,10 @@ void SetUp(const NcclFunctions& nccl, CommState& state, ncclComm_t comm, const c
   std::string why_not;
   if (SetUpZppCommunicator(nccl, comm, state.stats, &zpp, &why_not) != ncclSuccess) {
     state.TakeZpp(why_not);
-    ZPP_WARN("zpp: communicator %p (%s, rank %d of %d): %s; its calls pass through to NCCL",
-             static_cast<void*>(state.comm), how, state.rank, state.nranks, why_not.c_str());
+    ZPP_WARN(
+        "zpp: communicator %p (%s, rank %d of %d): %s; its calls pass through to NCCL (run with "
+        "ZPP_DEBUG=INFO for each set-up step and the reason)",
+        static_cast<void*>(state.comm), how, state.rank, state.nranks, why_not.c_str());
     return;
   }
   if (comm != state.comm) zpp = OwningDuplicate(nccl, comm, std::move(zpp));
@@ -75,8 +77,10 @@ bool SetUpPending(const NcclFunctions& nccl, CommState& state) {
   if (ready != ncclSuccess) {
     state.TakeZpp("nonblocking communicator not ready at its first collective (" +
                   std::to_string(static_cast<int>(ready)) + "): its calls pass through");
-    ZPP_WARN("zpp: communicator %p: %s", static_cast<void*>(state.comm),
-             state.Unavailable().c_str());
+    ZPP_WARN(
+        "zpp: communicator %p: %s (a WARN above, ncclCommGetAsyncError or NCCL_DEBUG=WARN shows "
+        "why)",
+        static_cast<void*>(state.comm), state.Unavailable().c_str());
     return false;
   }
   Identify(nccl, state.comm, &state.rank, &state.nranks);
@@ -90,8 +94,8 @@ bool SetUpPending(const NcclFunctions& nccl, CommState& state) {
       split != ncclSuccess) {
     state.TakeZpp("nonblocking communicator: its blocking duplicate could not be made (" +
                   std::to_string(static_cast<int>(split)) + "): its calls pass through");
-    ZPP_WARN("zpp: communicator %p: %s", static_cast<void*>(state.comm),
-             state.Unavailable().c_str());
+    ZPP_WARN("zpp: communicator %p: %s (a WARN above, NCCL_DEBUG=WARN or ZPP_DEBUG=INFO shows why)",
+             static_cast<void*>(state.comm), state.Unavailable().c_str());
     return false;
   }
   SetUp(nccl, state, duplicate, "nonblocking, on a blocking duplicate");

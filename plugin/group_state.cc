@@ -32,7 +32,8 @@ ncclResult_t RunDeferred(std::vector<ZppCall> calls) {
     } else {
       ZPP_WARN(
           "ncclGroupEnd: communicator %p was destroyed or aborted inside its group; its zpp "
-          "call is lost",
+          "call is lost and ncclGroupEnd reports ncclInvalidUsage (destroy or abort a "
+          "communicator only after its group ends)",
           static_cast<void*>(call.state->comm));
     }
     if (first_failure == ncclSuccess) first_failure = result;

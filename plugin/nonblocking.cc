@@ -74,8 +74,11 @@ ncclResult_t WaitUntilReady(const NcclFunctions& nccl, ncclComm_t comm) {
     if (polled != ncclSuccess) return polled;
     if (state != ncclInProgress) return state;
     if (std::chrono::steady_clock::now() > deadline) {
-      ZPP_WARN("communicator %p still has work in progress after ZPP_TIMEOUT=%lld s",
-               static_cast<void*>(comm), static_cast<long long>(GetConfig().timeout));
+      ZPP_WARN(
+          "communicator %p still has work in progress after ZPP_TIMEOUT=%lld s; zpp stops "
+          "waiting: the zpp calls that waited on it pass through or fail with "
+          "ncclInProgress (raise ZPP_TIMEOUT if NCCL needs longer)",
+          static_cast<void*>(comm), static_cast<long long>(GetConfig().timeout));
       return ncclInProgress;
     }
     std::this_thread::sleep_for(pause);
@@ -85,7 +88,10 @@ ncclResult_t WaitUntilReady(const NcclFunctions& nccl, ncclComm_t comm) {
 
 Result SplitBlockingDuplicate(const NcclFunctions& nccl, ncclComm_t comm, int rank,
                               ncclComm_t* duplicate) {
-  ZPP_CHECK_ARG(nccl.CommSplit != nullptr, "the loaded NCCL has no ncclCommSplit");
+  ZPP_CHECK_ARG(nccl.CommSplit != nullptr,
+                "nonblocking communicator: the loaded NCCL has no ncclCommSplit for zpp's blocking "
+                "duplicate; its calls pass through to NCCL (use an NCCL with ncclCommSplit, or "
+                "set ZPP_NCCL_LIBRARY to one)");
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
   *duplicate = nullptr;

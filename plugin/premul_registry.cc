@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/float_convert.h"
+#include "codec/math/float_convert.h"
 
 namespace zpp::plugin {
 

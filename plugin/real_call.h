@@ -7,13 +7,15 @@
 namespace zpp::plugin {
 
 // The real table with `member` present, or nullptr after one WARN naming the function.
-#define ZPP_REAL_OR_RETURN(nccl, member)                                         \
-  const ::zpp::NcclFunctions* nccl = ::zpp::RealNccl();                          \
-  if (nccl == nullptr) return ncclSystemError; /* RealNccl() said why, once */   \
-  if (nccl->member == nullptr) {                                                 \
-    ZPP_WARN("zpp: the loaded NCCL (%d, %s) has no nccl" #member, nccl->version, \
-             nccl->where.c_str());                                               \
-    return ncclInvalidUsage;                                                     \
+#define ZPP_REAL_OR_RETURN(nccl, member)                                       \
+  const ::zpp::NcclFunctions* nccl = ::zpp::RealNccl();                        \
+  if (nccl == nullptr) return ncclSystemError; /* RealNccl() said why, once */ \
+  if (nccl->member == nullptr) {                                               \
+    ZPP_WARN("zpp: the loaded NCCL (%d, %s) has no nccl" #member               \
+             "; the call returns ncclInvalidUsage (use a newer NCCL, or set"   \
+             " ZPP_NCCL_LIBRARY to one that has it)",                          \
+             nccl->version, nccl->where.c_str());                              \
+    return ncclInvalidUsage;                                                   \
   }
 
 }  // namespace zpp::plugin

@@ -80,19 +80,28 @@ void WriteStatsFile(const std::vector<CommStatsRow>& rows, const std::string& so
   try {
     text = StatsJson(rows, source);
   } catch (const std::exception& error) {  // at exit: never let one escape
-    ZPP_WARN("ZPP_STATS_DIR: the statistics could not be written: %s", error.what());
+    ZPP_WARN(
+        "ZPP_STATS_DIR: the statistics could not be written: %s; this process leaves no "
+        "statistics file",
+        error.what());
     return;
   }
   {
     std::ofstream out(partial);
     out << text;
     if (!out.good()) {
-      ZPP_WARN("ZPP_STATS_DIR: cannot write %s: %s", partial.c_str(), std::strerror(errno));
+      ZPP_WARN(
+          "ZPP_STATS_DIR: cannot write %s: %s; this process leaves no statistics file (check that "
+          "the folder exists, is writable and has space)",
+          partial.c_str(), std::strerror(errno));
       return;
     }
   }
   if (std::rename(partial.c_str(), name.c_str()) != 0) {
-    ZPP_WARN("ZPP_STATS_DIR: cannot rename %s: %s", partial.c_str(), std::strerror(errno));
+    ZPP_WARN(
+        "ZPP_STATS_DIR: cannot rename %s: %s; the statistics stay in that file, which zpp-run "
+        "--stats does not read (check the folder's permissions)",
+        partial.c_str(), std::strerror(errno));
   }
 }
 

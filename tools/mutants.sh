@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make mutants: breaks zpp's key contracts on purpose, one named mutation at a time, and checks
 # that the tests meant to guard each contract fail. A test earns its place by failing when the
-# feature breaks (DESIGN.md, "Tests"); this is that check, automated.
+# feature breaks (docs/architecture.md, "How the contracts are tested"); this is that check, automated.
 #
 # For each mutation: replace its exact original text in its file (every occurrence), rebuild only
 # the test binaries it names (incremental, in build-mutants/, CUDA off: every mutation here is
@@ -69,7 +69,7 @@ mutant fence-config-switch src/engine/engine.cc \
   "zpp_fence_staging_tests=*"
 
 # hpZ (src/engine/hpz_cache.cc; the hit's choice of its partition, which verifies it, in
-# kernels/hpz_select_math.h and the sim's src/codec/hpz_select.cc).
+# src/codec/math/hpz_select_math.h and the sim's src/codec/hpz_select.cc).
 # Every hit sends the planned partition, unverified.
 # hpZ's bounded cache (issue 25, item 7): the bound holds at its edges (a partition that exactly
 # fits stays).
@@ -103,7 +103,7 @@ mutant hpz-own-buffers-fenced src/engine/hpz_cache.cc \
   $'  ZPP_CHECK(exchange_send_.fence().BeginWrite(stream));\n  ZPP_CHECK(harvest_.fence().BeginWrite(stream));\n  // The fingerprints\' exclusive side (see AllGather): waits for every call\'s slot, on every\n  // stream.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,\n                                  ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),\n                                  stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  // After every hit\'s choice: the fingerprint fence ordered every call before this.\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(exchange_send_.fence().EndWrite(stream));\n  ZPP_CHECK(harvest_.fence().EndWrite(stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_shapes_ = shapes_;\n  exchanged_pattern_calls_ = derived;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(HarvestAgreement());\n    slots = std::max(slots, 2 * shapes_.size());\n  }\n  // Every agreed position needs its slot: a hit verifies against it.\n  slots = std::max(slots, agreed_.shapes.size());\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).\n  ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));\n  ZPP_CHECK(fingerprints.fence().EndWrite(context.stream));' \
   $'  // The fingerprints\' exclusive side (see AllGather): waits for every call\'s slot, on every\n  // stream.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,\n                                  ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),\n                                  stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  // After every hit\'s choice: the fingerprint fence ordered every call before this.\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_shapes_ = shapes_;\n  exchanged_pattern_calls_ = derived;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(HarvestAgreement());\n    slots = std::max(slots, 2 * shapes_.size());\n  }\n  // Every agreed position needs its slot: a hit verifies against it.\n  slots = std::max(slots, agreed_.shapes.size());\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).\n' \
   "zpp_sim_tests=HpzStreamOrder*"
-mutant hpz-verification kernels/hpz_select_math.h \
+mutant hpz-verification src/codec/math/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
   '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
@@ -161,35 +161,35 @@ mutant qgz-fp32-accumulation src/codec/dequantize_reduce.cc \
   'for (size_t i = 0; i < n; ++i) sum[i] = sum[i] + term[i];' \
   'for (size_t i = 0; i < n; ++i) sum[i] = Bf16ToFloat(FloatToBf16(sum[i] + term[i]));' \
   "zpp_codec_tests=Reduce*"
-mutant qgz-stochastic-seed-rank kernels/stochastic.h \
+mutant qgz-stochastic-seed-rank src/codec/math/stochastic.h \
   'key = Mix64(key ^ (static_cast<uint64_t>(rank) + 0x632BE59BD9B4E019ull));' \
   'key = Mix64(key ^ (0 * static_cast<uint64_t>(rank) + 0x632BE59BD9B4E019ull));' \
   "zpp_codec_tests=Stochastic*"
-mutant qgz-stochastic-seed-epoch kernels/stochastic.h \
+mutant qgz-stochastic-seed-epoch src/codec/math/stochastic.h \
   'return Mix64(key ^ (epoch * kGolden64 + 0x8CB92BA72F3D8DD7ull));' \
   'return Mix64(key ^ (0 * epoch + 0x8CB92BA72F3D8DD7ull));' \
   "zpp_codec_tests=Stochastic*"
 # format.h: a tail block ending inside a 32-run is unrotated whole (rotated values sharing a scale
 # with unrotated ones lose most of their bits).
-mutant rotation-tail-block kernels/hadamard.h \
+mutant rotation-tail-block src/codec/math/hadamard.h \
   '  return n % kRotationPoints == 0 ? n : n / block * block;' \
   '  return n + 0 * block;' \
   "zpp_codec_tests=RotationTail*:ReduceTest*"
 
-# Codecs (kernels/block_math.h: the math the CPU reference and the CUDA kernels share).
-mutant codec-rounding kernels/block_math.h \
+# Codecs (src/codec/math/block_math.h: the math the CPU reference and the CUDA kernels share).
+mutant codec-rounding src/codec/math/block_math.h \
   'return ClampToQMax(static_cast<int>(RoundHalfEven(ToGrid(value, grid))), qmax);' \
   'return ClampToQMax(static_cast<int>(ToGrid(value, grid)), qmax);' \
   "zpp_codec_tests=*"
-mutant codec-scale-floor kernels/block_math.h \
+mutant codec-scale-floor src/codec/math/block_math.h \
   'return scale < smallest ? smallest : scale;' \
   'return scale < smallest ? scale : scale;' \
   "zpp_codec_tests=*"
-mutant codec-nonfinite-blocks kernels/block_math.h \
+mutant codec-nonfinite-blocks src/codec/math/block_math.h \
   'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits < 0x7F800000u; }' \
   'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits <= 0x7F800000u; }' \
   "zpp_codec_tests=*"
-mutant codec-int4-nibble-order kernels/block_math.h \
+mutant codec-int4-nibble-order src/codec/math/block_math.h \
   'return (static_cast<uint32_t>(low) & 0xFu) | ((static_cast<uint32_t>(high) & 0xFu) << 4);' \
   'return (static_cast<uint32_t>(high) & 0xFu) | ((static_cast<uint32_t>(low) & 0xFu) << 4);' \
   "zpp_codec_tests=*"
@@ -334,7 +334,7 @@ mutant sim-world-two-level src/sim/sim_backend.h \
   'return kind == GroupKind::kWorld && two_level_.usable();' \
   'return kind == GroupKind::kWorld && two_level_.usable() && false;' \
   "zpp_sim_tests=SimWireBytes*"
-mutant sim-rendezvous-deadline src/sim/rendezvous.cc \
+mutant sim-rendezvous-deadline src/transport/rendezvous.cc \
   '      changed_.wait_for(lock, deadline_, [&] { return slot.broken || slot.arrived == members_; });' \
   '      (changed_.wait(lock, [&] { return slot.broken || slot.arrived == members_; }), true);' \
   "zpp_sim_deadline_tests=*@30"
@@ -401,7 +401,7 @@ mutant plugin-nonblocking-setup plugin/collective_hooks.cc \
   '    if (false) zpp::plugin::SetUpPending(*zpp::RealNccl(), state);' \
   "zpp_plugin_decision_tests=*Nonblocking*"
 # One rank's set-up failure is every rank's fallback.
-mutant same-decision-setup-outcome src/engine/setup_outcome.cc \
+mutant same-decision-setup-outcome src/topology/setup_outcome.cc \
   '    if (all[rank] != std::byte{1}) out->failed_ranks.push_back(rank);' \
   '    if (all[rank] != std::byte{1} && rank == exchange.rank()) out->failed_ranks.push_back(rank);' \
   "zpp_sim_tests=SetUpOutcome*@60"
@@ -546,7 +546,7 @@ mutant ef-written-marks-valid src/engine/engine.cc \
   '' \
   "zpp_sim_qgz_tests=ErrorFeedback*"
 # Issue 26, item 2: 2-bit gradients are read back as written (three levels, sign included).
-mutant int2-sign-extends kernels/block_math.h \
+mutant int2-sign-extends src/codec/math/block_math.h \
   'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>((pair & 0x3u) ^ 2u) - 2; }' \
   'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>(pair & 0x3u); }' \
   "zpp_codec_tests=FormatTest.*:AccuracyTest.*Int2*"

@@ -2,7 +2,7 @@
 //   zpp-env             every ZPP_* variable with the value zpp uses and whether it was set,
 //                       left at its default (unset or empty) or rejected (WARNed),
 //                       then the ZPP_* names set that zpp does not know (typos)
-//   zpp-env --markdown  the README's table, generated from the declarations
+//   zpp-env --markdown  docs/configuration.md's table, generated from the declarations
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +16,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"Shows the ZPP_* environment variables and the values zpp uses."};
   bool markdown = false;
-  app.add_flag("--markdown", markdown, "print the README's Markdown table of variables");
+  app.add_flag("--markdown", markdown,
+               "print the Markdown table of variables (docs/configuration.md)");
   CLI11_PARSE(app, argc, argv);
 
   if (markdown) {

@@ -11,7 +11,7 @@ of build/python/zpp_torch, or gloo as the reference). Model and text: gpt_text.p
 
 Rank 0 writes one CSV line per step (step, mean loss over ranks, seconds since the first step).
 With --one-gpu every rank uses GPU 0 and its own NCCL_HOSTID, so that NCCL treats the ranks as
-separate hosts (DESIGN.md, "Testing on a machine with one GPU"). With --stats-dir and the zpp
+separate hosts (docs/architecture.md, "Testing on one GPU"). With --stats-dir and the zpp
 backend, every rank writes stats<rank>.json: its engine counters after each optimizer step.
 """
 import argparse

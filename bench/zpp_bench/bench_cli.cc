@@ -113,7 +113,7 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
                  "or files of 'name elements' lines")
       ->delimiter(',');
   app.add_option("--step-configs", cli.step_configs,
-                 "step mode: configurations (modes; default: the README's table)")
+                 "step mode: configurations (modes; default: docs/benchmarks.md's step table)")
       ->delimiter(',')
       ->check(CLI::Validator(mode_check, "MODE"));
   app.add_option("--steps", cli.steps, "step mode: steps replayed (volume from step 2 on)")

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "bench/zpp_bench/bench_types.h"
-#include "common/result.h"
+#include "log/check.h"
 #include "sim/cluster_layout.h"
 
 namespace zpp::bench {

@@ -9,7 +9,7 @@
 
 #include "bench/zpp_bench/bench_types.h"
 #include "bench/zpp_bench/collective_runner.h"
-#include "common/result.h"
+#include "log/check.h"
 #include "step/step_replay.h"
 
 namespace zpp::bench {

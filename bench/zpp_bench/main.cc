@@ -137,7 +137,8 @@ int Main(int argc, char** argv) {
     }
     step_options.layout = runner_options.layout;
     step_options.base = BaseSettings(cli);
-    step_options.base.min_bytes = 0;  // every unit through its plan, as the README's table
+    step_options.base.min_bytes =
+        0;  // every unit through its plan, as docs/benchmarks.md's step table
     step_options.steps = cli.steps;
     step_options.max_elements = cli.step_elements;
     step::ParseInputBuffers(cli.step_buffers, &step_options.buffers);  // checked by the CLI

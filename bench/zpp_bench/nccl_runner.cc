@@ -15,13 +15,13 @@
 #include "bench/zpp_bench/bench_inputs.h"
 #include "bench/zpp_bench/error_stats.h"
 #include "codec/element_io.h"
-#include "common/file_rendezvous.h"
 #include "config/config.h"
 #include "cuda_nccl/cuda_resources.h"
 #include "cuda_nccl/zpp_communicator.h"
 #include "kernels/codec_kernels.h"
 #include "plan/planner.h"
 #include "step/mode.h"
+#include "transport/file_rendezvous.h"
 
 namespace zpp::bench {
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "common/result.h"
 #include "costmodel/cost_model.h"
+#include "log/check.h"
 
 namespace zpp::bench {
 

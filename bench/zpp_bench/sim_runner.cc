@@ -90,7 +90,9 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
     StatsCounters stats;
     engine::EngineOptions options;
     options.settings = what.settings;
-    options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, never hits (see README)
+    options.epoch = [] {
+      return uint64_t{0};
+    };  // one epoch: hpZ fills, never hits (docs/benchmarks.md)
     std::unique_ptr<Stream> stream;
     const bool have_stream = backend.CreateStream(&stream) == ncclSuccess;
     if (!have_stream) ++failures;

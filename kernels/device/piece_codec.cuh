@@ -1,12 +1,12 @@
 // Encoding a chunk into a piece and decoding a chunk from one, on the device: the reference's
 // EncodeRun / DecodeRun (src/codec/block_codec.cc) split across the lanes of a block, with the
-// same per-element functions of kernels/block_math.h.
+// same per-element functions of codec/math/block_math.h.
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/codec_math.h"
-#include "kernels/codec_params.h"
+#include "codec/math/codec_math.h"
+#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/group_max.cuh"
 

@@ -1,16 +1,16 @@
 // The 32-point rotation on a warp: a run of 32 elements is the chunks of 4 consecutive lanes.
 // Strides 1, 2, 4 run inside each lane's chunk (HadamardStages<8>, the reference's own code),
 // strides 8 and 16 across lanes by shuffles, in that order, each butterfly computing
-// lower = a + b and upper = a - b (a the lower index) exactly as kernels/hadamard.h does. Runs
+// lower = a + b and upper = a - b (a the lower index) exactly as codec/math/hadamard.h does. Runs
 // past RotatedEnd (the tail block, when the piece ends inside a run) keep their values. No shared
 // memory is used, so there are no bank conflicts to avoid. Every lane of the warp must call these.
 #pragma once
 
 #include <cstdint>
 
+#include "codec/math/hadamard.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/piece_codec.cuh"
-#include "kernels/hadamard.h"
 
 namespace zpp::codec::device {
 

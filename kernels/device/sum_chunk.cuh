@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/codec_params.h"
+#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/piece_codec.cuh"
 

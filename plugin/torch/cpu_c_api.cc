@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "common/c_boundary.h"
 #include "config/config.h"
 #include "cpu_comm/cpu_comm.h"
+#include "plugin/c_boundary.h"
 #include "plugin/progress_line.h"
 #include "plugin/torch/cpu_comm_registry.h"
 #include "zpp/zpp.h"
@@ -31,13 +31,15 @@ uint64_t LibzppEpoch() {
 }
 
 zpp::Result CheckComm(zppCpuComm_t comm, const char* function) {
-  ZPP_CHECK_ARG(comm != nullptr && comm->comm != nullptr, "%s: comm is NULL", function);
+  ZPP_CHECK_ARG(comm != nullptr && comm->comm != nullptr,
+                "%s: comm is NULL; the call returns ncclInvalidArgument", function);
   return ncclSuccess;
 }
 
 zpp::Result CheckFloatDtype(ncclDataType_t dtype, const char* function) {
   ZPP_CHECK_ARG(dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16,
-                "%s: dtype %d is not fp32, fp16 or bf16", function, static_cast<int>(dtype));
+                "%s: dtype %d is not fp32, fp16 or bf16; the call returns ncclInvalidArgument",
+                function, static_cast<int>(dtype));
   return ncclSuccess;
 }
 
@@ -54,7 +56,10 @@ zpp::Result ReductionOf(zppCpuRedOp_t op, const char* function, zpp::plan::Reduc
       *reduction = zpp::plan::Reduction::kPreMulSum;
       return ncclSuccess;
   }
-  ZPP_WARN("%s: unknown reduction %d", function, static_cast<int>(op));
+  ZPP_WARN(
+      "%s: unknown reduction %d; the call returns ncclInvalidArgument (use zppCpuSum, zppCpuAvg or "
+      "zppCpuPreMulSum)",
+      function, static_cast<int>(op));
   return ncclInvalidArgument;
 }
 
@@ -69,9 +74,12 @@ ZPP_API ncclResult_t zppCpuCommOpen(int rank, int nranks, zppCpuComm_t* comm) {
 ZPP_API ncclResult_t zppCpuCommOpenWithTimeout(int rank, int nranks, int64_t timeout_ms,
                                                zppCpuComm_t* comm) {
   return zpp::CatchAll(__func__, [&] {
-    ZPP_CHECK_ARG(comm != nullptr, "zppCpuCommOpen: comm is NULL");
-    ZPP_CHECK_ARG(nranks >= 1 && rank >= 0 && rank < nranks, "zppCpuCommOpen: rank %d of %d", rank,
-                  nranks);
+    ZPP_CHECK_ARG(comm != nullptr,
+                  "zppCpuCommOpen: comm is NULL; the call returns ncclInvalidArgument");
+    ZPP_CHECK_ARG(nranks >= 1 && rank >= 0 && rank < nranks,
+                  "zppCpuCommOpen: rank %d of %d is not a rank (0 <= rank < nranks); the call "
+                  "returns ncclInvalidArgument",
+                  rank, nranks);
     auto made = std::make_unique<zppCpuComm>();
     std::unique_ptr<zpp::cpu::CpuComm> opened;
     ZPP_CHECK(zpp::cpu::CpuComm::Open(rank, nranks, LibzppEpoch, &opened, &made->address,
@@ -85,7 +93,9 @@ ZPP_API ncclResult_t zppCpuCommOpenWithTimeout(int rank, int nranks, int64_t tim
 ZPP_API ncclResult_t zppCpuCommAddress(zppCpuComm_t comm, const void** address, size_t* bytes) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(address != nullptr && bytes != nullptr, "zppCpuCommAddress: NULL output");
+    ZPP_CHECK_ARG(
+        address != nullptr && bytes != nullptr,
+        "zppCpuCommAddress: address or bytes is NULL; the call returns ncclInvalidArgument");
     *address = comm->address.data();
     *bytes = comm->address.size();
     return ncclSuccess;
@@ -96,13 +106,18 @@ ZPP_API ncclResult_t zppCpuCommConnect(zppCpuComm_t comm, const void* addresses,
                                        const size_t* bytes) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(addresses != nullptr && bytes != nullptr, "zppCpuCommConnect: NULL argument");
+    ZPP_CHECK_ARG(
+        addresses != nullptr && bytes != nullptr,
+        "zppCpuCommConnect: addresses or bytes is NULL; the call returns ncclInvalidArgument");
     std::vector<zpp::transport::Address> all(comm->comm->size());
     const auto* next = static_cast<const std::byte*>(addresses);
     for (auto& address : all) {
       const size_t length = *bytes++;
-      ZPP_CHECK_ARG(length > 0 && length <= zpp::transport::kMaxAddressBytes,
-                    "zppCpuCommConnect: an address of %zu bytes", length);
+      ZPP_CHECK_ARG(
+          length > 0 && length <= zpp::transport::kMaxAddressBytes,
+          "zppCpuCommConnect: an address of %zu bytes (1 to %u allowed); the call returns "
+          "ncclInvalidArgument (pass every rank's zppCpuCommAddress bytes unchanged)",
+          length, static_cast<unsigned>(zpp::transport::kMaxAddressBytes));
       address.assign(next, next + length);
       next += length;
     }
@@ -136,9 +151,10 @@ ZPP_API ncclResult_t zppCpuCommTopology(zppCpuComm_t comm, int* nodes, int* loca
                                         int* hierarchical, int* config_agreed) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(nodes != nullptr && local_size != nullptr && hierarchical != nullptr &&
-                      config_agreed != nullptr,
-                  "zppCpuCommTopology: NULL output");
+    ZPP_CHECK_ARG(
+        nodes != nullptr && local_size != nullptr && hierarchical != nullptr &&
+            config_agreed != nullptr,
+        "zppCpuCommTopology: an output pointer is NULL; the call returns ncclInvalidArgument");
     const zpp::topology::Topology& topology = comm->comm->topology();
     *nodes = topology.num_nodes();
     *local_size = topology.num_ranks() > 0 ? topology.local_size(comm->comm->rank()) : 0;
@@ -152,8 +168,9 @@ ZPP_API ncclResult_t zppCpuAllGather(const void* sendbuff, void* recvbuff, size_
                                      ncclDataType_t datatype, zppCpuComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(sendcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
-                  "zppCpuAllGather: NULL buffer");
+    ZPP_CHECK_ARG(
+        sendcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+        "zppCpuAllGather: NULL buffer with a count; the call returns ncclInvalidArgument");
     return comm->comm->AllGather({sendbuff, recvbuff, sendcount, datatype});
   });
 }
@@ -163,8 +180,9 @@ ZPP_API ncclResult_t zppCpuReduceScatter(const void* sendbuff, void* recvbuff, s
                                          zppCpuComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(recvcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
-                  "zppCpuReduceScatter: NULL buffer");
+    ZPP_CHECK_ARG(
+        recvcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+        "zppCpuReduceScatter: NULL buffer with a count; the call returns ncclInvalidArgument");
     ZPP_CHECK(CheckFloatDtype(datatype, __func__));
     zpp::engine::ReduceScatterArgs args{sendbuff, recvbuff, recvcount, datatype};
     ZPP_CHECK(ReductionOf(op, __func__, &args.reduction));
@@ -178,8 +196,9 @@ ZPP_API ncclResult_t zppCpuAllReduce(const void* sendbuff, void* recvbuff, size_
                                      zppCpuComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(count == 0 || (sendbuff != nullptr && recvbuff != nullptr),
-                  "zppCpuAllReduce: NULL buffer");
+    ZPP_CHECK_ARG(
+        count == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+        "zppCpuAllReduce: NULL buffer with a count; the call returns ncclInvalidArgument");
     ZPP_CHECK(CheckFloatDtype(datatype, __func__));
     zpp::engine::AllReduceArgs args{sendbuff, recvbuff, count, datatype};
     ZPP_CHECK(ReductionOf(op, __func__, &args.reduction));
@@ -192,8 +211,9 @@ ZPP_API ncclResult_t zppCpuAllGatherBytes(const void* sendbuff, void* recvbuff, 
                                           zppCpuComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(bytes == 0 || (sendbuff != nullptr && recvbuff != nullptr),
-                  "zppCpuAllGatherBytes: NULL buffer");
+    ZPP_CHECK_ARG(
+        bytes == 0 || (sendbuff != nullptr && recvbuff != nullptr),
+        "zppCpuAllGatherBytes: NULL buffer with a size; the call returns ncclInvalidArgument");
     return comm->comm->AllGatherBytes(sendbuff, recvbuff, bytes);
   });
 }
@@ -201,7 +221,9 @@ ZPP_API ncclResult_t zppCpuAllGatherBytes(const void* sendbuff, void* recvbuff, 
 ZPP_API ncclResult_t zppCpuBroadcastBytes(void* buff, size_t bytes, int root, zppCpuComm_t comm) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(bytes == 0 || buff != nullptr, "zppCpuBroadcastBytes: NULL buffer");
+    ZPP_CHECK_ARG(
+        bytes == 0 || buff != nullptr,
+        "zppCpuBroadcastBytes: NULL buffer with a size; the call returns ncclInvalidArgument");
     return comm->comm->Broadcast(buff, bytes, root);
   });
 }
@@ -209,7 +231,8 @@ ZPP_API ncclResult_t zppCpuBroadcastBytes(void* buff, size_t bytes, int root, zp
 ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(stats != nullptr, "zppCpuCommGetStats: stats is NULL");
+    ZPP_CHECK_ARG(stats != nullptr,
+                  "zppCpuCommGetStats: stats is NULL; the call returns ncclInvalidArgument");
     comm->comm->Snapshot(stats);
     stats->step_epoch = LibzppEpoch();
     return ncclSuccess;

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "codec/batch.h"
+#include "codec/math/codec_params.h"
+#include "codec/math/hpz_select_math.h"
 #include "codec/views.h"
-#include "common/result.h"
-#include "kernels/codec_params.h"
-#include "kernels/hpz_select_math.h"
+#include "log/check.h"
 
 namespace zpp {
 

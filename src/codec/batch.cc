@@ -16,7 +16,7 @@ Result CheckAlignedStrides(const char* api, const char* name, const uint64_t (&s
                            const uint32_t (&radix)[3]) {
   for (int k = 0; k < BatchMap::kDigits; ++k) {
     ZPP_CHECK_ARG(radix[k] <= 1 || strides[k] % ZPP_PIECE_ALIGN == 0,
-                  "%s: %s stride %llu is not a multiple of %d bytes", api, name,
+                  "%s: %s stride %llu is not a multiple of %d bytes" ZPP_BUG_REPORT, api, name,
                   static_cast<unsigned long long>(strides[k]), ZPP_PIECE_ALIGN);
   }
   return ncclSuccess;
@@ -24,9 +24,10 @@ Result CheckAlignedStrides(const char* api, const char* name, const uint64_t (&s
 
 Result CheckRadix(const char* api, const BatchMap& map) {
   for (int k = 0; k < BatchMap::kDigits; ++k) {
-    ZPP_CHECK_ARG(map.radix[k] >= 1, "%s: batch digit %d has radix 0", api, k);
+    ZPP_CHECK_ARG(map.radix[k] >= 1, "%s: batch digit %d has radix 0" ZPP_BUG_REPORT, api, k);
   }
-  ZPP_CHECK_ARG(map.items() <= UINT32_MAX, "%s: %llu items, at most 2^32 - 1 in one batch", api,
+  ZPP_CHECK_ARG(map.items() <= UINT32_MAX,
+                "%s: %llu items, at most 2^32 - 1 in one batch" ZPP_BUG_REPORT, api,
                 static_cast<unsigned long long>(map.items()));
   return ncclSuccess;
 }
@@ -49,8 +50,8 @@ Result CheckQuantizeBatch(const char* api, ConstTensorView input, size_t count, 
   ZPP_CHECK(CheckPiece(api, "pieces", pieces.data(), pieces.size(), piece + map.LastTo()));
   ZPP_CHECK(CheckAlignedStrides(api, "piece", map.to, map.radix));
   ZPP_CHECK_ARG(map.LastFrom() + count <= input.count,
-                "%s: the last item reads elements up to %llu of an input of %zu", api,
-                static_cast<unsigned long long>(map.LastFrom() + count), input.count);
+                "%s: the last item reads elements up to %llu of an input of %zu" ZPP_BUG_REPORT,
+                api, static_cast<unsigned long long>(map.LastFrom() + count), input.count);
   return ncclSuccess;
 }
 
@@ -73,10 +74,10 @@ Result CheckReduceBatch(const char* api, std::span<const std::byte> pieces,
   ZPP_CHECK(CheckFormat(api, ncclFloat32, format));
   ZPP_CHECK(CheckCount(api, count));
   ZPP_CHECK(CheckReduction(api, batch.terms, scale_after_sum));
-  ZPP_CHECK_ARG(batch.items >= 1, "%s: no sums in the batch", api);
+  ZPP_CHECK_ARG(batch.items >= 1, "%s: no sums in the batch" ZPP_BUG_REPORT, api);
   ZPP_CHECK_ARG((batch.items <= 1 || batch.item_stride % ZPP_PIECE_ALIGN == 0) &&
                     (batch.terms <= 1 || batch.term_stride % ZPP_PIECE_ALIGN == 0),
-                "%s: strides %llu and %llu are not multiples of %d bytes", api,
+                "%s: strides %llu and %llu are not multiples of %d bytes" ZPP_BUG_REPORT, api,
                 static_cast<unsigned long long>(batch.item_stride),
                 static_cast<unsigned long long>(batch.term_stride), ZPP_PIECE_ALIGN);
   const uint64_t piece = PieceBytes(count, ncclFloat32, format);
@@ -87,11 +88,12 @@ Result CheckReduceBatch(const char* api, std::span<const std::byte> pieces,
 Result CheckCopyBatch(const char* api, std::span<const std::byte> src, std::span<std::byte> dst,
                       size_t bytes, const BatchMap& map) {
   ZPP_CHECK(CheckRadix(api, map));
-  ZPP_CHECK_ARG(bytes == 0 || (src.data() != nullptr && dst.data() != nullptr), "%s: a null buffer",
-                api);
-  ZPP_CHECK_ARG(map.LastFrom() + bytes <= src.size() && map.LastTo() + bytes <= dst.size(),
-                "%s: items of %zu bytes overrun the source (%zu) or the destination (%zu)", api,
-                bytes, src.size(), dst.size());
+  ZPP_CHECK_ARG(bytes == 0 || (src.data() != nullptr && dst.data() != nullptr),
+                "%s: a null buffer" ZPP_BUG_REPORT, api);
+  ZPP_CHECK_ARG(
+      map.LastFrom() + bytes <= src.size() && map.LastTo() + bytes <= dst.size(),
+      "%s: items of %zu bytes overrun the source (%zu) or the destination (%zu)" ZPP_BUG_REPORT,
+      api, bytes, src.size(), dst.size());
   return ncclSuccess;
 }
 
@@ -145,8 +147,9 @@ Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatc
   ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
   ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
   ZPP_CHECK_ARG(output.count == batch.items * count,
-                "%s: output has %zu elements, %u sums of %zu need %llu", kApi, output.count,
-                batch.items, count, static_cast<unsigned long long>(batch.items) * count);
+                "%s: output has %zu elements, %u sums of %zu need %llu" ZPP_BUG_REPORT, kApi,
+                output.count, batch.items, count,
+                static_cast<unsigned long long>(batch.items) * count);
   const uint64_t piece = PieceBytes(count, ncclFloat32, format);
   const size_t element = output.dtype == ncclFloat32 ? 4 : 2;
   for (uint64_t item = 0; item < batch.items; ++item) {

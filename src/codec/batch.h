@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <span>
 
+#include "codec/math/codec_params.h"
 #include "codec/views.h"
-#include "common/result.h"
-#include "kernels/codec_params.h"
+#include "log/check.h"
 
 namespace zpp::codec {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "kernels/codec_math.h"
+#include "codec/math/codec_math.h"
 
 namespace zpp::codec {
 

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/math/codec_params.h"
 #include "codec/piece_io.h"
-#include "kernels/codec_params.h"
 
 namespace zpp::codec {
 
@@ -15,8 +15,8 @@ namespace zpp::codec {
 inline constexpr size_t kMaxRun = 4096;
 
 // Rotates (or rotates back) the 32-element runs of values[0, n) before RotatedEnd(n, block)
-// (kernels/hadamard.h), where values[0] is an element of the piece at a block boundary (blocks of
-// `block`) and n runs to the end of a whole number of blocks or of the piece.
+// (codec/math/hadamard.h), where values[0] is an element of the piece at a block boundary (blocks
+// of `block`) and n runs to the end of a whole number of blocks or of the piece.
 void RotateRunsForward(float* values, size_t n, size_t block);
 void RotateRunsInverse(float* values, size_t n, size_t block);
 

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <span>
 
+#include "codec/math/codec_params.h"
 #include "codec/views.h"
-#include "common/result.h"
-#include "kernels/codec_params.h"
+#include "log/check.h"
 
 namespace zpp::codec {
 
@@ -57,7 +57,7 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
                                   const Format& out_format, const Rounding& rounding,
                                   std::span<std::byte> out_piece);
 
-// The 64-bit fingerprint of a buffer (kernels/fingerprint_math.h).
+// The 64-bit fingerprint of a buffer (codec/math/fingerprint_math.h).
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* fingerprint);
 
 }  // namespace zpp::codec

@@ -8,8 +8,8 @@
 #include "codec/block_codec.h"
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "codec/math/codec_math.h"
 #include "codec/validate.h"
-#include "kernels/codec_math.h"
 
 namespace zpp::codec {
 namespace {
@@ -51,8 +51,8 @@ Result DequantizeReduce(Pieces pieces, size_t count, const Format& format, float
   const PieceLayout layout = PieceLayout::Of(count, format);
   ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
   ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu", kApi,
-                output.count, count);
+  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
+                kApi, output.count, count);
 
   const size_t block = static_cast<size_t>(format.block);
   std::array<float, kMaxRun> sum;
@@ -101,7 +101,7 @@ Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const For
   ZPP_CHECK(CheckFormat(kApi, ncclFloat32, feedback.format));
   // The residual is added where the sum is requantized: in one domain, so no rotation anywhere.
   ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !feedback.format.rotate,
-                "%s: error feedback takes unrotated formats", kApi);
+                "%s: error feedback takes unrotated formats" ZPP_BUG_REPORT, kApi);
   const PieceLayout out_layout = PieceLayout::Of(count, out_format);
   const PieceLayout residual_layout = PieceLayout::Of(count, feedback.format);
   ZPP_CHECK(

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/codec_math.h"
+#include "codec/math/codec_math.h"
 
 namespace zpp::codec {
 

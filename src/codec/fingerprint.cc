@@ -1,16 +1,16 @@
-// The fingerprint on the CPU: the serial loop over 8-byte words (kernels/fingerprint_math.h).
+// The fingerprint on the CPU: the serial loop over 8-byte words (codec/math/fingerprint_math.h).
 #include <algorithm>
 #include <cstring>
 
 #include "codec/codec.h"
-#include "kernels/codec_math.h"
+#include "codec/math/codec_math.h"
 
 namespace zpp::codec {
 
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* fingerprint) {
   constexpr const char* kApi = "codec::Fingerprint";
-  ZPP_CHECK_ARG(fingerprint != nullptr, "%s: fingerprint is null", kApi);
-  ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null", kApi);
+  ZPP_CHECK_ARG(fingerprint != nullptr, "%s: fingerprint is null" ZPP_BUG_REPORT, kApi);
+  ZPP_CHECK_ARG(bytes.data() != nullptr || bytes.empty(), "%s: bytes is null" ZPP_BUG_REPORT, kApi);
   uint64_t sum = FingerprintLength(bytes.size());
   uint64_t first = 0;
   if (!bytes.empty()) std::memcpy(&first, bytes.data(), std::min<size_t>(8, bytes.size()));

@@ -8,9 +8,11 @@ namespace zpp::codec {
 Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
                        std::span<std::byte> send, uint32_t* counters) {
   constexpr const char* kApi = "codec::SelectPartition";
-  ZPP_CHECK_ARG(now != nullptr && counters != nullptr, "%s: null fingerprint or counters", kApi);
-  ZPP_CHECK_ARG(candidates.count <= kMaxHpzCandidates, "%s: %u candidates (at most %u)", kApi,
-                candidates.count, kMaxHpzCandidates);
+  ZPP_CHECK_ARG(now != nullptr && counters != nullptr,
+                "%s: null fingerprint or counters" ZPP_BUG_REPORT, kApi);
+  ZPP_CHECK_ARG(candidates.count <= kMaxHpzCandidates,
+                "%s: %u candidates (at most %u)" ZPP_BUG_REPORT, kApi, candidates.count,
+                kMaxHpzCandidates);
   const int chosen = HpzChoose(candidates, *now);
   // The host reads the counters at any time (host-visible memory): atomic, as on the device.
   std::atomic_ref<uint32_t>(counters[kHpzChoicesCounter])

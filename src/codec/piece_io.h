@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/codec_params.h"
+#include "codec/math/codec_params.h"
 
 namespace zpp::codec {
 

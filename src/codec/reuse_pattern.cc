@@ -1,16 +1,16 @@
 #include "codec/reuse_pattern.h"
 
-#include "kernels/fingerprint_math.h"
-#include "kernels/reuse_pattern_math.h"
+#include "codec/math/fingerprint_math.h"
+#include "codec/math/reuse_pattern_math.h"
 
 namespace zpp::codec {
 
 Result ReusePattern(std::span<const uint64_t> fingerprints, uint64_t seed,
                     std::span<int32_t> pattern, uint64_t* hash) {
-  ZPP_CHECK_ARG(hash != nullptr, "codec::ReusePattern: hash is null");
+  ZPP_CHECK_ARG(hash != nullptr, "codec::ReusePattern: hash is null" ZPP_BUG_REPORT);
   ZPP_CHECK_ARG(pattern.size() == fingerprints.size(),
-                "codec::ReusePattern: %zu pattern slots for %zu fingerprints", pattern.size(),
-                fingerprints.size());
+                "codec::ReusePattern: %zu pattern slots for %zu fingerprints" ZPP_BUG_REPORT,
+                pattern.size(), fingerprints.size());
   uint64_t sum = ReusePatternSeedTerm(seed, fingerprints.size());
   for (size_t i = 0; i < fingerprints.size(); ++i) {
     int32_t source = -1;

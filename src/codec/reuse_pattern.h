@@ -1,11 +1,11 @@
-// hpZ's reuse pattern on the CPU (kernels/reuse_pattern_math.h): the reference the sim backend
+// hpZ's reuse pattern on the CPU (codec/math/reuse_pattern_math.h): the reference the sim backend
 // runs and the CUDA kernel matches bit for bit.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::codec {
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/result.h"
-#include "kernels/codec_params.h"
+#include "codec/math/codec_params.h"
+#include "log/check.h"
 
 namespace zpp::codec {
 

@@ -6,8 +6,8 @@
 
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "codec/math/float_bits.h"
 #include "codec/validate.h"
-#include "kernels/float_bits.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {
@@ -23,7 +23,8 @@ Result CheckEncodeDelta(const char* api, ConstTensorView weights, ConstTensorVie
   ZPP_CHECK(CheckTensor(api, "weights", weights.data, weights.dtype, weights.count));
   ZPP_CHECK(CheckTensor(api, "reference", reference.data, reference.dtype, reference.count));
   ZPP_CHECK_ARG(reference.dtype == weights.dtype && reference.count == weights.count,
-                "%s: reference (%zu elements of dtype %d) is not the weights' shape (%zu of %d)",
+                "%s: reference (%zu elements of dtype %d) is not the weights' shape (%zu of "
+                "%d)" ZPP_BUG_REPORT,
                 api, reference.count, static_cast<int>(reference.dtype), weights.count,
                 static_cast<int>(weights.dtype));
   return CheckPiece(api, "message", message.data(), message.size(),
@@ -38,13 +39,15 @@ Result CheckApplyDeltaBatch(const char* api, std::span<const std::byte> messages
   ZPP_CHECK(CheckTensor(api, "reference", reference.data, reference.dtype, reference.count));
   const uint64_t message = DeltaMessageBytes(count, reference.dtype, format);
   ZPP_CHECK_ARG(stride >= message && stride % ZPP_PIECE_ALIGN == 0,
-                "%s: stride %zu is not a 16-byte multiple of at least %llu", api, stride,
-                static_cast<unsigned long long>(message));
-  ZPP_CHECK_ARG(reference.count == count * items, "%s: reference holds %zu elements, not %zu x %u",
-                api, reference.count, count, items);
+                "%s: stride %zu is not a 16-byte multiple of at least %llu" ZPP_BUG_REPORT, api,
+                stride, static_cast<unsigned long long>(message));
+  ZPP_CHECK_ARG(reference.count == count * items,
+                "%s: reference holds %zu elements, not %zu x %u" ZPP_BUG_REPORT, api,
+                reference.count, count, items);
   ZPP_CHECK_ARG(items == 0 || messages.size() >= stride * (items - 1) + message,
-                "%s: %zu message bytes are short of %u messages", api, messages.size(), items);
-  ZPP_CHECK_ARG(failures != nullptr, "%s: failures is null", api);
+                "%s: %zu message bytes are short of %u messages" ZPP_BUG_REPORT, api,
+                messages.size(), items);
+  ZPP_CHECK_ARG(failures != nullptr, "%s: failures is null" ZPP_BUG_REPORT, api);
   return ncclSuccess;
 }
 

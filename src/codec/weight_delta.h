@@ -3,7 +3,7 @@
 //
 // A delta message is a piece (include/zpp/format.h) of the difference between the sender's
 // weights and its *reference* (what every receiver reconstructed of its shard last step), then a
-// 16-byte trailer: the 64-bit fingerprint of that reference (kernels/fingerprint_math.h,
+// 16-byte trailer: the 64-bit fingerprint of that reference (codec/math/fingerprint_math.h,
 // little-endian) and 8 zero bytes. Receivers check the trailer against their copy of the
 // reference before they apply the delta: a copy that differs (a reference that drifted, or one
 // that is not the sender's) must never turn into silently wrong weights (contract 7), so its item
@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <span>
 
+#include "codec/math/codec_params.h"
 #include "codec/views.h"
-#include "common/result.h"
-#include "kernels/codec_params.h"
+#include "log/check.h"
 
 namespace zpp::codec {
 

@@ -58,9 +58,18 @@ const Config& GetConfig() {
   std::call_once(once, [] {
     Parsed() = config::ParseEnvironment(config::ProcessEnvironment());
     *config = Parsed().config;
-    log::ConfigureFrom(*config);
+    log::Settings settings;
+    settings.level = static_cast<log::Level>(config->debug);
+    settings.subsys_mask = static_cast<uint32_t>(config->debug_subsys);
+    settings.file_pattern = config->debug_file;
+    log::Configure(settings);
   });
   return *config;
+}
+
+int log::detail::ConfigureFromProcess() {
+  GetConfig();  // configures the logger as a side effect
+  return g_level.load(std::memory_order_acquire);
 }
 
 void ReportConfigOnce() {

@@ -40,7 +40,7 @@ ParseResult ParseEnvironment(const EnvLookup& lookup);
 // The lookup over the process environment.
 EnvLookup ProcessEnvironment();
 
-// The text form of a default value, as the README shows it.
+// The text form of a default value, as docs/configuration.md's table shows it.
 std::string DefaultText(std::string_view name);
 
 }  // namespace config

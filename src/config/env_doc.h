@@ -1,4 +1,4 @@
-// The README's table of environment variables, generated from the declarations.
+// docs/configuration.md's table of environment variables, generated from the declarations.
 #pragma once
 
 #include <string>

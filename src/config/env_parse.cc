@@ -9,8 +9,9 @@
 #include "common/text.h"
 #include "config/config.h"
 #include "config/env_spec.h"
+#include "config/rack_token.h"
+#include "log/check.h"
 #include "log/subsys.h"
-#include "topology/rack_token.h"
 
 namespace zpp::config {
 namespace {
@@ -137,7 +138,7 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
     case Kind::kPath:
     case Kind::kToken:
     case Kind::kFilePattern:
-      *why = "internal: not a numeric kind";
+      *why = "is of a kind zpp cannot parse as a number" ZPP_BUG_REPORT;
       return std::nullopt;
   }
   if (!value) return std::nullopt;
@@ -160,7 +161,7 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
 std::optional<std::string> ParseString(const EnvSpec& spec, std::string_view s, std::string* why) {
   if (spec.kind == Kind::kToken) {
     // The one kind of token zpp reads is a rack id; topology owns what one may look like.
-    const std::string_view problem = topology::RackTokenProblem(s);
+    const std::string_view problem = RackTokenProblem(s);
     if (!problem.empty()) {
       *why = std::string(problem);
       return std::nullopt;

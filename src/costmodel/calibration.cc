@@ -22,7 +22,9 @@ bool Take(const nlohmann::json& json, const char* key, double* field) {
 
 Result ApplyCalibrationText(const std::string& json_text, ClusterModel* model) {
   const nlohmann::json json = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  ZPP_CHECK_ARG(json.is_object(), "calibration: not a JSON object");
+  ZPP_CHECK_ARG(json.is_object(),
+                "calibration: not a JSON object; nothing is applied (its fields are in "
+                "src/costmodel/calibration.h)");
   ClusterModel m = *model;
   const nlohmann::json none = nlohmann::json::object();
   const nlohmann::json& intra = json.contains("intra") ? json["intra"] : none;
@@ -35,14 +37,17 @@ Result ApplyCalibrationText(const std::string& json_text, ClusterModel* model) {
       Take(kernels, "dequantize_gbps", &m.kernels.dequantize_gbps) &&
       Take(kernels, "reduce_gbps", &m.kernels.reduce_gbps) &&
       Take(kernels, "copy_gbps", &m.kernels.copy_gbps);
-  ZPP_CHECK_ARG(ok, "calibration: every figure must be a number >= 0");
+  ZPP_CHECK_ARG(ok, "calibration: every figure must be a number >= 0; nothing is applied");
   *model = m;
   return ncclSuccess;
 }
 
 Result LoadCalibration(const std::string& path, ClusterModel* model) {
   std::ifstream file(path);
-  ZPP_CHECK_ARG(file.good(), "calibration: cannot read %s", path.c_str());
+  ZPP_CHECK_ARG(
+      file.good(),
+      "calibration: cannot read %s; nothing is applied (check the path and its permissions)",
+      path.c_str());
   std::stringstream text;
   text << file.rdbuf();
   return ApplyCalibrationText(text.str(), model);

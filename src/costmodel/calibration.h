@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "common/result.h"
 #include "costmodel/cost_model.h"
+#include "log/check.h"
 
 namespace zpp::costmodel {
 

@@ -8,13 +8,13 @@
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
 #include "engine/idle_requests.h"
-#include "engine/setup_outcome.h"
 #include "log/log.h"
 #include "sim/cluster_layout.h"
 #include "sim/sim_backend.h"
 #include "sim/sim_world.h"
 #include "topology/discovery.h"
 #include "topology/plan_shape.h"
+#include "topology/setup_outcome.h"
 #include "transport/ucp_transport.h"
 #include "tune/calibration.h"
 
@@ -52,7 +52,7 @@ CpuComm::~CpuComm() {
 Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
                      std::unique_ptr<CpuComm>* out, transport::Address* address,
                      std::chrono::milliseconds requested) {
-  ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output");
+  ZPP_CHECK_ARG(out != nullptr && address != nullptr, "CpuComm::Open: NULL output" ZPP_BUG_REPORT);
   ReportConfigOnce();
   std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
   if (requested.count() > 0 && requested < timeout) timeout = requested;
@@ -66,7 +66,10 @@ Result CpuComm::Open(int rank, int size, std::function<uint64_t()> epoch,
 Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ == nullptr, "zpp cpu communicator (rank %d): connected twice", rank_);
+  ZPP_CHECK_ARG(engine_ == nullptr,
+                "zppCpuCommConnect: zpp cpu communicator (rank %d) is already connected; the call "
+                "returns ncclInvalidArgument (connect once)",
+                rank_);
   ZPP_CHECK(transport_->Connect(addresses));
 
   // The topology exchange needs a world to run on, and the world needs the topology: a flat
@@ -115,10 +118,13 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
   }
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
   // What the collective path would otherwise make on first use, agreed (engine.h).
-  engine::SetUpOutcome outcome;
-  ZPP_CHECK(engine::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
-  ZPP_CHECK_ARG(outcome.all_ok, "zpp cpu communicator: preparing the engine failed on %s",
-                outcome.Describe().c_str());
+  topology::SetUpOutcome outcome;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
+  ZPP_CHECK_ARG(
+      outcome.all_ok,
+      "zppCpuCommConnect: preparing the engine failed on %s; the call returns ncclInvalidArgument "
+      "and the communicator runs no collective (ZPP_DEBUG=INFO on those ranks shows why)",
+      outcome.Describe().c_str());
   watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
@@ -241,7 +247,11 @@ Result CpuComm::Timed(const plan::Call& call, Body&& body) {
 Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  ZPP_CHECK_ARG(
+      engine_ != nullptr,
+      "zppCpuAllGather: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
+      rank_);
   transport_->BeginCall(AllGatherLabel(++calls_, args));
   return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->AllGather(args, *stream_, ran); });
@@ -250,7 +260,11 @@ Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
 Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  ZPP_CHECK_ARG(
+      engine_ != nullptr,
+      "zppCpuReduceScatter: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
+      rank_);
   transport_->BeginCall(ReduceScatterLabel(++calls_, args));
   return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
@@ -259,7 +273,11 @@ Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
 Result CpuComm::AllReduce(const engine::AllReduceArgs& args) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  ZPP_CHECK_ARG(
+      engine_ != nullptr,
+      "zppCpuAllReduce: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
+      rank_);
   transport_->BeginCall(AllReduceLabel(++calls_, args));
   return Timed(engine::CallOf(args),
                [&](plan::Plan* ran) { return engine_->AllReduce(args, *stream_, ran); });
@@ -268,7 +286,11 @@ Result CpuComm::AllReduce(const engine::AllReduceArgs& args) {
 Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
+  ZPP_CHECK_ARG(
+      engine_ != nullptr,
+      "zppCpuAllGatherBytes: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
+      rank_);
   transport_->BeginCall(AllGatherBytesLabel(++calls_, bytes));
   return Finish(backend_->AllGather(send, recv, bytes, GroupKind::kWorld, *stream_));
 }
@@ -276,8 +298,15 @@ Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
 Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(engine_ != nullptr, "zpp cpu communicator (rank %d): not connected", rank_);
-  ZPP_CHECK_ARG(root >= 0 && root < size_, "broadcast: root %d of %d ranks", root, size_);
+  ZPP_CHECK_ARG(
+      engine_ != nullptr,
+      "zppCpuBroadcastBytes: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
+      rank_);
+  ZPP_CHECK_ARG(
+      root >= 0 && root < size_,
+      "zppCpuBroadcastBytes: root %d is not a rank of %d; the call returns ncclInvalidArgument",
+      root, size_);
   transport_->BeginCall(BroadcastLabel(++calls_, bytes, root));
   if (rank_ != root) {
     return Finish(backend_->Recv(data, bytes, root, GroupKind::kWorld, *stream_));

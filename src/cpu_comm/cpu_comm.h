@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/collective_args.h"
+#include "log/check.h"
 #include "stats/stats.h"
 #include "topology/topology.h"
 #include "transport/bootstrap.h"

@@ -14,12 +14,12 @@
 #include "engine/idle_requests.h"
 #include "engine/plan_context.h"
 #include "engine/pool_reservation.h"
-#include "engine/setup_outcome.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "topology/discovery.h"
 #include "topology/hwloc_picture.h"
 #include "topology/plan_shape.h"
+#include "topology/setup_outcome.h"
 #include "tune/calibration.h"
 
 namespace zpp {
@@ -226,8 +226,8 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   ok = engine::AgreeOnConfiguration(*backend, backend->internal_stream(), config, &agreement) ==
            ncclSuccess &&
        ok;
-  engine::SetUpOutcome outcome;
-  ZPP_CHECK(engine::AgreeOnOutcome(exchange, ok, &outcome));
+  topology::SetUpOutcome outcome;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, ok, &outcome));
   if (!outcome.all_ok) {
     *why_not = "set-up failed on some ranks (" + outcome.Describe() + ", topology or settings)";
     return ncclInvalidUsage;
@@ -240,7 +240,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
       (options.settings.hpz || options.settings.qgz || options.settings.qar)) {
     const bool split =
         backend->SplitSubCommunicators(topology, shape.rack_level_allowed) == ncclSuccess;
-    ZPP_CHECK(engine::AgreeOnOutcome(exchange, split, &outcome));
+    ZPP_CHECK(topology::AgreeOnOutcome(exchange, split, &outcome));
     if (!outcome.all_ok) {
       *why_not = "ncclCommSplit failed on some ranks (" + outcome.Describe() + ")";
       return ncclInvalidUsage;  // the backend's destructor destroys the sub-communicators made
@@ -262,7 +262,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
                                                             std::move(pool));
   // Nothing fallible is left for the collective path: a rank that cannot prepare says so here,
   // and every rank falls back together (the exchange's backend now belongs to `communicator`).
-  ZPP_CHECK(engine::AgreeOnOutcome(exchange, communicator->Prepare() == ncclSuccess, &outcome));
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, communicator->Prepare() == ncclSuccess, &outcome));
   if (!outcome.all_ok) {
     *why_not = "preparing the collective path failed on some ranks (" + outcome.Describe() +
                ": kernels or hpZ's counters)";

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "codec/math/float_convert.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/engine_kernels.h"
-#include "kernels/float_convert.h"
 #include "kernels/hpz_select_kernel.h"
 #include "kernels/reuse_pattern_kernel.h"
 
@@ -58,7 +58,11 @@ CudaNcclBackend::~CudaNcclBackend() {
 Result CudaNcclBackend::Init() { return CudaStream::Create(&internal_stream_); }
 
 Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology, bool rack_level) {
-  ZPP_CHECK_ARG(nccl_.CommSplit != nullptr, "the loaded NCCL has no ncclCommSplit");
+  ZPP_CHECK_ARG(
+      nccl_.CommSplit != nullptr,
+      "zpp set-up: the loaded NCCL has no ncclCommSplit for the node-level sub-communicators of "
+      "ZPP_HPZ, ZPP_QGZ and ZPP_QAR; every rank passes this communicator's calls to NCCL (use an "
+      "NCCL that has it, or set ZPP_NCCL_LIBRARY to one)");
   std::vector<GroupKind> kinds = {GroupKind::kIntraNode, GroupKind::kInterNode};
   if (rack_level) {
     kinds.push_back(GroupKind::kIntraRack);
@@ -66,7 +70,7 @@ Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology
   }
   // Every split is a collective on the parent: each rank makes all of them, whatever failed
   // before, so that no rank waits in a split that another skipped; set-up then agrees on the
-  // outcome (engine/setup_outcome.h).
+  // outcome (topology/setup_outcome.h).
   Result first_failure = ncclSuccess;
   for (GroupKind kind : kinds) {
     Group& group = groups_[Index(kind)];
@@ -85,8 +89,10 @@ Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology
       result = ncclInternalError;
     }
     if (result != ncclSuccess && first_failure == ncclSuccess) {
-      ZPP_WARN("cuda_nccl: ncclCommSplit for group %d failed (%d)", Index(kind),
-               static_cast<int>(result));
+      ZPP_WARN(
+          "zpp set-up: ncclCommSplit for group %d failed (%d); every rank passes this "
+          "communicator's calls to NCCL (NCCL_DEBUG=WARN shows NCCL's reason)",
+          Index(kind), static_cast<int>(result));
       first_failure = result;
     }
   }
@@ -140,13 +146,15 @@ Result CudaNcclBackend::SubCommunicatorError() const {
 
 Result CudaNcclBackend::CommOf(GroupKind kind, ncclComm_t* comm) const {
   if (aborted_) {
-    ZPP_WARN("cuda_nccl: the communicator was aborted while a zpp call was running on it");
+    ZPP_WARN(
+        "cuda_nccl: the communicator was aborted while a zpp call was running on it; the call "
+        "fails with ncclRemoteError");
     return ncclRemoteError;
   }
   const Group& group = groups_[Index(kind)];
   ZPP_CHECK_ARG(kind == GroupKind::kWorld || group.owned,
                 "cuda_nccl: group %d has no sub-communicator (a plan needs a hierarchy that set-up "
-                "did not make)",
+                "did not make)" ZPP_BUG_REPORT,
                 static_cast<int>(kind));
   *comm = group.comm;
   return ncclSuccess;
@@ -202,8 +210,10 @@ Result CudaNcclBackend::AllToAll(const void* send, void* recv, size_t bytes, Gro
     return nccl_.AlltoAll(send, recv, bytes, ncclUint8, comm, HandleOf(stream));
   }
   // An NCCL without ncclAlltoAll: the same exchange as grouped point-to-point calls.
-  ZPP_CHECK_ARG(nccl_.Send != nullptr && nccl_.Recv != nullptr,
-                "the loaded NCCL has neither ncclAlltoAll nor ncclSend/ncclRecv");
+  ZPP_CHECK_ARG(
+      nccl_.Send != nullptr && nccl_.Recv != nullptr,
+      "the loaded NCCL has neither ncclAlltoAll nor ncclSend/ncclRecv; zpp's call fails with "
+      "ncclInvalidArgument (use an NCCL that has them, or set ZPP_NCCL_LIBRARY to one)");
   const int size = GroupSize(group);
   ZPP_CHECK(nccl_.GroupStart());
   Result result = ncclSuccess;
@@ -225,7 +235,9 @@ Result CudaNcclBackend::Send(const void* send, size_t bytes, int peer, GroupKind
   CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
-  ZPP_CHECK_ARG(nccl_.Send != nullptr, "the loaded NCCL has no ncclSend");
+  ZPP_CHECK_ARG(nccl_.Send != nullptr,
+                "the loaded NCCL has no ncclSend; zpp's call fails with ncclInvalidArgument (use "
+                "an NCCL that has it, or set ZPP_NCCL_LIBRARY to one)");
   return nccl_.Send(send, bytes, ncclUint8, peer, comm, HandleOf(stream));
 }
 
@@ -233,7 +245,9 @@ Result CudaNcclBackend::Recv(void* recv, size_t bytes, int peer, GroupKind group
   CountCollective();
   ncclComm_t comm = nullptr;
   ZPP_CHECK(CommOf(group, &comm));
-  ZPP_CHECK_ARG(nccl_.Recv != nullptr, "the loaded NCCL has no ncclRecv");
+  ZPP_CHECK_ARG(nccl_.Recv != nullptr,
+                "the loaded NCCL has no ncclRecv; zpp's call fails with ncclInvalidArgument (use "
+                "an NCCL that has it, or set ZPP_NCCL_LIBRARY to one)");
   return nccl_.Recv(recv, bytes, ncclUint8, peer, comm, HandleOf(stream));
 }
 
@@ -248,7 +262,8 @@ Result CudaNcclBackend::ReduceScatter(const void* send, void* recv, size_t count
   }
   // A scaled sum is NCCL's pre-multiplied sum; the op may go as soon as the call is enqueued.
   ZPP_CHECK_ARG(nccl_.RedOpCreatePreMulSum != nullptr && nccl_.RedOpDestroy != nullptr,
-                "the loaded NCCL has no ncclRedOpCreatePreMulSum");
+                "the loaded NCCL has no ncclRedOpCreatePreMulSum; zpp's call fails with "
+                "ncclInvalidArgument (use an NCCL that has it, or set ZPP_NCCL_LIBRARY to one)");
   uint16_t narrow = 0;
   void* scalar = &scale;
   if (dtype == ncclFloat16 || dtype == ncclBfloat16) {

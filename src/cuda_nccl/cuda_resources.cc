@@ -6,7 +6,10 @@ namespace zpp::cuda {
 
 Result Check(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return ncclSuccess;
-  ZPP_WARN("%s failed: %s", what, cudaGetErrorString(error));
+  ZPP_WARN(
+      "%s failed: %s; zpp's step fails with ncclUnhandledCudaError (ZPP_DEBUG=INFO shows which "
+      "step)",
+      what, cudaGetErrorString(error));
   cudaGetLastError();  // a non-sticky error must not fail the next, unrelated check
   return ncclUnhandledCudaError;
 }

@@ -8,7 +8,7 @@
 #include <cstddef>
 
 #include "backend/backend.h"
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::cuda {
 

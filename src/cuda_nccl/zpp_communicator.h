@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
 #include "engine/collective_args.h"
 #include "engine/engine.h"
+#include "log/check.h"
 #include "nccl_runtime/nccl_functions.h"
 #include "plan/plan.h"
 #include "stats/stats.h"

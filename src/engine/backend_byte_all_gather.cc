@@ -4,8 +4,8 @@ namespace zpp {
 
 Result BackendByteAllGather::AllGather(std::span<const std::byte> mine, std::span<std::byte> all) {
   ZPP_CHECK_ARG(all.size() == mine.size() * static_cast<size_t>(size()),
-                "topology exchange: %zu bytes for %d ranks of %zu", all.size(), size(),
-                mine.size());
+                "topology exchange: %zu bytes for %d ranks of %zu" ZPP_BUG_REPORT, all.size(),
+                size(), mine.size());
   std::unique_ptr<DeviceMemory> send, recv;
   std::unique_ptr<Event> done;
   ZPP_CHECK(backend_.Allocate(mine.size(), &send));

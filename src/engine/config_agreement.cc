@@ -66,8 +66,10 @@ Result AgreeOnConfiguration(Backend& backend, Stream& stream, const Config& conf
     }
   }
   if (!out->agreed) {
-    ZPP_WARN("ranks run with different zpp settings: %s; this communicator uses plain NCCL",
-             out->first_difference.c_str());
+    ZPP_WARN(
+        "ranks run with different zpp settings: %s; this communicator uses plain NCCL (set the "
+        "same ZPP_* values on every rank)",
+        out->first_difference.c_str());
   }
   return ncclSuccess;
 }

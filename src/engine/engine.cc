@@ -293,7 +293,7 @@ Result Engine::RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, S
       (plan.reason == zppReasonRedOp || plan.reason == zppReasonDtype)) {
     ZPP_WARN(
         "zpp all-reduce of %zu x %s: only sum, avg and pre-multiplied sums of fp32, fp16 and "
-        "bf16 run here (%s); reduce it outside zpp",
+        "bf16 run here (%s); the call returns ncclInvalidArgument: reduce it outside zpp",
         args.count, plan::DtypeName(args.dtype).c_str(), PassThroughReasonName(plan.reason));
     return ncclInvalidArgument;
   }

@@ -95,7 +95,7 @@ void HpzCache::PollFailures() {
       "of the secondary partitions kept in this step epoch (weights updated between two gathers "
       "of a layer without zppStepEpochAdvance, or a layer not gathered earlier in the epoch where "
       "the agreed pattern reuses one)%s; the outputs on its node hold NaN, and reuse goes off on "
-      "every rank",
+      "every rank (call zppStepEpochAdvance after every optimizer step)",
       fresh,
       deltas_ != nullptr ? ", or a weight delta (ZPP_QWZ_DELTA) was taken against a reference "
                            "that this rank's copy differs from (deltas go off too)"
@@ -193,7 +193,8 @@ Result HpzCache::HarvestAgreement() {
         "hpZ: by step epoch %llu, rank(s) %s reused other secondary partitions than most ranks in "
         "the same gathers (shards equal across layers, or changed, on some ranks only): ranks "
         "may have received stale shards of other nodes in those gathers. Secondary partitions "
-        "will not be reused on this communicator",
+        "will not be reused on this communicator (check those ranks' results; ZPP_HPZ=0 runs "
+        "without reuse from the start)",
         epoch, other_choices.c_str());
     return ncclSuccess;
   }

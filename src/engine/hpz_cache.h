@@ -1,4 +1,5 @@
-// hpZ's secondary partitions and the agreed decision to reuse them (DESIGN.md, contract 7).
+// hpZ's secondary partitions and the agreed decision to reuse them (docs/architecture.md,
+// contract 7).
 //
 // A secondary partition (the output of a hierarchical all-gather's inter-node stage) can be
 // kept so that a later all-gather of the same weights in the same step epoch runs its
@@ -61,7 +62,7 @@
 // hit, which hpZ exists to avoid). A hit whose layer was not gathered earlier in the epoch (a
 // forward gather left out, among layers of one size) looks the same as a changed shard: NaN.
 //
-// Fingerprints are 64-bit (kernels/fingerprint_math.h, a sum of mixed words: not cryptographic,
+// Fingerprints are 64-bit (codec/math/fingerprint_math.h, a sum of mixed words: not cryptographic,
 // so shards crafted to collide are out of scope): two different shards collide with probability
 // about 2^-64 = 5e-20. A collision on one rank only makes the ranks' patterns differ (reuse
 // pauses); a wrong agreed reuse needs the same collision on every rank at once, about 2^-64 per

@@ -4,7 +4,9 @@ namespace zpp::engine {
 
 Staging::~Staging() {
   if (!leases_.empty() && Finish() != ncclSuccess) {
-    ZPP_WARN("could not record the end of a plan's use of its staging buffers");
+    ZPP_WARN(
+        "could not record the end of a plan's use of its staging buffers (the CUDA error above; "
+        "ZPP_DEBUG=INFO shows the failing step)");
   }
 }
 

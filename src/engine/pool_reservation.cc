@@ -1,8 +1,8 @@
 #include "engine/pool_reservation.h"
 
-#include "engine/setup_outcome.h"
 #include "log/log.h"
 #include "plan/planner.h"
+#include "topology/setup_outcome.h"
 
 namespace zpp::engine {
 
@@ -32,8 +32,8 @@ Result ReserveStagingPool(Backend& backend, topology::ByteAllGather& exchange, u
                           bool fence_enabled, std::unique_ptr<BufferPool>* out) {
   std::unique_ptr<DeviceMemory> reservation;
   const bool reserved = bytes == 0 || backend.Allocate(bytes, &reservation) == ncclSuccess;
-  SetUpOutcome outcome;
-  ZPP_CHECK(AgreeOnOutcome(exchange, reserved, &outcome));
+  topology::SetUpOutcome outcome;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, reserved, &outcome));
   const auto mib = static_cast<unsigned long long>(bytes >> 20);
   if (!outcome.all_ok) {
     reservation.reset();

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/nccl_types.h"
-#include "common/result.h"
 #include "fence/buffer_pool.h"
+#include "log/check.h"
 
 namespace zpp::engine {
 

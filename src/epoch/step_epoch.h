@@ -1,5 +1,6 @@
 // The process's step epoch: advanced once per optimizer step (zppStepEpochAdvance). hpZ may
-// reuse a secondary partition only within the epoch that filled it (DESIGN.md, contract 7).
+// reuse a secondary partition only within the epoch that filled it (docs/architecture.md,
+// contract 7).
 #pragma once
 
 #include <atomic>

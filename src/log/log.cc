@@ -10,8 +10,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "config/config.h"
-
 namespace zpp::log {
 namespace detail {
 std::atomic<int> g_level{-1};
@@ -48,11 +46,6 @@ const std::string& CachedHostName() {
 }
 
 }  // namespace
-
-int detail::ConfigureFromProcess() {
-  GetConfig();  // configures the logger as a side effect
-  return g_level.load(std::memory_order_acquire);
-}
 
 std::string ExpandFilePattern(std::string_view pattern) {
   std::string out;
@@ -94,14 +87,6 @@ void Configure(const Settings& settings) {
   }
   detail::g_mask.store(settings.subsys_mask, std::memory_order_relaxed);
   detail::g_level.store(static_cast<int>(settings.level), std::memory_order_release);
-}
-
-void ConfigureFrom(const Config& config) {
-  Settings settings;
-  settings.level = static_cast<Level>(config.debug);
-  settings.subsys_mask = static_cast<uint32_t>(config.debug_subsys);
-  settings.file_pattern = config.debug_file;
-  Configure(settings);
 }
 
 void SetSinkForTesting(std::function<void(std::string_view line)> sink) {

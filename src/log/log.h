@@ -10,10 +10,6 @@
 
 #include "log/subsys.h"
 
-namespace zpp {
-struct Config;
-}
-
 namespace zpp::log {
 
 struct Settings {
@@ -26,6 +22,8 @@ namespace detail {
 // -1 until configured; then the Level as an int.
 extern std::atomic<int> g_level;
 extern std::atomic<uint32_t> g_mask;
+// Reads the process's settings, configures the logger, returns g_level. The settings come from the
+// environment, which only the config layer parses: config/config.cc defines this.
 int ConfigureFromProcess();
 }  // namespace detail
 
@@ -43,7 +41,6 @@ void Emit(Level level, uint32_t subsys, const char* file, int line, const char* 
 
 // Replaces the settings (the process configuration calls this once; tests call it directly).
 void Configure(const Settings& settings);
-void ConfigureFrom(const Config& config);
 
 // Expands %h (host name) and %p (pid) as NCCL_DEBUG_FILE does.
 std::string ExpandFilePattern(std::string_view pattern);

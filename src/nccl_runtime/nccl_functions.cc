@@ -139,7 +139,10 @@ const NcclFunctions* RealNccl() {
     auto* loaded = new NcclFunctions();  // process lifetime: hooks may run during exit
     std::string error;
     if (LoadNcclFunctions(GetConfig().nccl_library, loaded, &error) != ncclSuccess) {
-      ZPP_WARN("zpp: %s; every intercepted NCCL call fails with ncclSystemError", error.c_str());
+      ZPP_WARN(
+          "zpp: %s; every intercepted NCCL call fails with ncclSystemError (set ZPP_NCCL_LIBRARY "
+          "to the path of the real libnccl.so)",
+          error.c_str());
       delete loaded;
       return static_cast<const NcclFunctions*>(nullptr);
     }

@@ -1,4 +1,5 @@
-// The real NCCL, resolved at run time: libzpp.so never links libnccl (DESIGN.md, "Runtime NCCL").
+// The real NCCL, resolved at run time: libzpp.so never links libnccl (docs/architecture.md, the
+// runtime NCCL rules under "Contracts every change keeps").
 // One table per process, filled once; a function the loaded NCCL lacks stays null, and its hook
 // answers ncclInvalidUsage instead of forwarding.
 #pragma once
@@ -7,7 +8,7 @@
 
 #include <string>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp {
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "common/result.h"
+#include "log/check.h"
 #include "sim/sim_world.h"
 
 namespace zpp::sim {
@@ -18,8 +18,9 @@ struct LaunchedJob {
 };
 
 // Bootstraps through zpp-launch; ZPP_TIMEOUT bounds every wait. ncclInvalidUsage when this
-// process was not started by zpp-launch.
-Result JoinLaunchedJob(LaunchedJob* out);
+// process was not started by zpp-launch; ncclInvalidArgument, before any connection is made,
+// when `layout_ranks` (0: any) is not the number of ranks zpp-launch started.
+Result JoinLaunchedJob(LaunchedJob* out, int layout_ranks = 0);
 
 // A world of `layout` hosting this process's rank; ncclInvalidArgument when the layout's size
 // is not the job's.

@@ -251,7 +251,8 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   Uses(stream, "ReduceScatter",
        {{send, out_bytes * GroupSize(kind), false}, {recv, out_bytes, true}});
   if (dtype != ncclFloat32 && dtype != ncclFloat16 && dtype != ncclBfloat16) {
-    ZPP_WARN("sim reduce-scatter: dtype %d is not fp32, fp16 or bf16", static_cast<int>(dtype));
+    ZPP_WARN("sim reduce-scatter: dtype %d is not fp32, fp16 or bf16" ZPP_BUG_REPORT,
+             static_cast<int>(dtype));
     return ncclInvalidArgument;
   }
   const Group& g = group(kind);

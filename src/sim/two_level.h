@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/result.h"
+#include "log/check.h"
 #include "transport/transport.h"
 
 namespace zpp::sim {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/result.h"
+#include "log/check.h"
 #include "plan/plan.h"
 
 namespace zpp::step {
@@ -29,7 +29,7 @@ bool TouchesAllGather(const plan::Settings& settings);
 bool TouchesReduceScatter(const plan::Settings& settings);
 bool TouchesAllReduce(const plan::Settings& settings);
 
-// The configurations of the README's step table, plain first.
+// The configurations of the step table (docs/benchmarks.md), plain first.
 std::vector<std::string> StandardStepModes();
 
 // The modes that keep state across steps (issue 26: weight deltas, error feedback), which

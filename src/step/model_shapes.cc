@@ -61,7 +61,7 @@ Result LoadModelFile(const std::string& path, Model* out) {
   std::ifstream file(path);
   ZPP_CHECK_ARG(file.good(),
                 "step model '%s': neither a built-in model (125M, 1.3B, 7B) nor a "
-                "readable file",
+                "readable file (check --step-model)",
                 path.c_str());
   Model model;
   model.name = path;
@@ -78,7 +78,8 @@ Result LoadModelFile(const std::string& path, Model* out) {
                   path.c_str(), number);
     model.units.push_back({name, static_cast<uint64_t>(elements)});
   }
-  ZPP_CHECK_ARG(!model.units.empty(), "%s: no units", path.c_str());
+  ZPP_CHECK_ARG(!model.units.empty(),
+                "%s: no units (a step model file holds 'name elements' lines)", path.c_str());
   *out = std::move(model);
   return ncclSuccess;
 }

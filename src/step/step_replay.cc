@@ -28,8 +28,10 @@ Result ReplaySteps(const StepReplaySpec& spec, StepFigures* out) {
   // by up to 1% of the weights' range per step.
   if (spec.settings.qwz_delta) training.step_update = kDeltaReplayUpdate;
   const TrainingResult result = RunTraining(training);
-  ZPP_CHECK_ARG(result.failures == 0, "step mode: %d collectives failed replaying %s with %s",
-                result.failures, spec.model.name.c_str(), ModeName(spec.settings).c_str());
+  ZPP_CHECK_ARG(
+      result.failures == 0,
+      "step mode: %d collectives failed replaying %s with %s (the WARN lines above say why)",
+      result.failures, spec.model.name.c_str(), ModeName(spec.settings).c_str());
 
   StepFigures figures;
   figures.model = spec.model.name;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "log/check.h"
 #include "plan/plan.h"
 #include "sim/cluster_layout.h"
 #include "step/model_shapes.h"

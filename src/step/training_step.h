@@ -2,7 +2,7 @@
 // all-gathers (layer order), backward all-gathers (reverse order) and gradient reduce-scatters;
 // the weights changed after every optimizer step and the step epoch advanced (or not, to test
 // misuse); the gathers' buffers dedicated or as frameworks allocate them. Used by zpp-bench's step
-// mode, zpp-step-volumes (the README's table) and the hpZ tests.
+// mode, zpp-step-volumes (docs/benchmarks.md) and the hpZ tests.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <span>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::topology {
 

@@ -47,7 +47,8 @@ Result DiscoverTopology(const Config& config, const config::EnvLookup& env, cons
   const int rank = exchange.rank();
   const int size = exchange.size();
   ZPP_CHECK_ARG(size > 0 && rank >= 0 && rank < size,
-                "topology exchange: rank %d of %d is not a rank of the communicator", rank, size);
+                "topology exchange: rank %d of %d is not a rank of the communicator" ZPP_BUG_REPORT,
+                rank, size);
 
   RankRecordInputs inputs;
   inputs.host = local.host;
@@ -61,8 +62,10 @@ Result DiscoverTopology(const Config& config, const config::EnvLookup& env, cons
   std::vector<std::byte> all(static_cast<size_t>(size) * sizeof(RankRecord));
   const Result rc = exchange.AllGather(std::as_bytes(std::span(&mine, 1)), all);
   if (rc != ncclSuccess) {
-    ZPP_WARN("topology exchange failed (%s); zpp passes this communicator's calls to NCCL",
-             ResultName(rc));
+    ZPP_WARN(
+        "topology exchange failed (%s); zpp passes this communicator's calls to NCCL (run with "
+        "ZPP_DEBUG=INFO for the reason)",
+        ResultName(rc));
     return rc;
   }
 

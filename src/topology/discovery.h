@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "common/result.h"
 #include "config/config.h"
+#include "log/check.h"
 #include "topology/byte_all_gather.h"
 #include "topology/host_identity.h"
 #include "topology/local_picture.h"

@@ -5,8 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "config/rack_token.h"
 #include "topology/printable.h"
-#include "topology/rack_token.h"
 #include "topology/str_cat.h"
 
 namespace zpp::topology {
@@ -71,9 +71,10 @@ std::pair<GroupingBasis, std::vector<int64_t>> NodeKeys(std::span<const RankReco
   }
   if (with_node_id > 0) {
     Add(topology, Finding::Kind::kInputProblem,
-        StrCat("ZPP_NODE_ID is set on ", with_node_id, " of ", n, " ranks (not on ",
-               RankAt(records, without_node_id),
-               "); zpp ignores ZPP_NODE_ID for this communicator"));
+        StrCat(
+            "ZPP_NODE_ID is set on ", with_node_id, " of ", n, " ranks (not on ",
+            RankAt(records, without_node_id),
+            "); zpp ignores ZPP_NODE_ID for this communicator (set it on every rank or on none)"));
   }
 
   const int32_t local_size = records[0].local_size_override;
@@ -86,7 +87,8 @@ std::pair<GroupingBasis, std::vector<int64_t>> NodeKeys(std::span<const RankReco
     Add(topology, Finding::Kind::kInputProblem,
         StrCat("ranks disagree on ZPP_LOCAL_SIZE (rank 0: ", show(local_size), ", ",
                RankAt(records, disagreeing), ": ", show(records[disagreeing].local_size_override),
-               "); zpp ignores ZPP_LOCAL_SIZE for this communicator"));
+               "); zpp ignores ZPP_LOCAL_SIZE for this communicator (set the same value on every "
+               "rank)"));
   } else if (local_size > 0) {
     // Blocks of the launcher's global ranks when every rank has a distinct one: a sub-communicator
     // (HSDP's mesh groups, DeepSpeed's) then sits on the simulated nodes of its processes. Blocks
@@ -148,7 +150,7 @@ std::optional<std::string> RackProblem(std::span<const RankRecord> records,
       continue;
     }
     if (!with_rack) with_rack = r;
-    if (const std::string_view problem = RackTokenProblem(rack); !problem.empty()) {
+    if (const std::string_view problem = config::RackTokenProblem(rack); !problem.empty()) {
       return StrCat(RankAt(records, r), " sent rack id '", Printable(rack), "', which ", problem);
     }
   }
@@ -179,7 +181,10 @@ void GroupRacks(std::span<const RankRecord> records, Topology* topology) {
   if (problem || !has_racks) {
     if (problem) {
       Add(topology, Finding::Kind::kInputProblem,
-          StrCat(*problem, "; zpp treats the communicator as one rack"));
+          StrCat(*problem,
+                 "; zpp treats the communicator as one rack (give every rank of a node the same "
+                 "rack through ZPP_RACK_ID, ZPP_TOPO_FILE or SLURM_TOPOLOGY_ADDR, on all ranks "
+                 "or none)"));
     }
     topology->racks.push_back({"", {}});
     for (int node = 0; node < topology->num_nodes(); ++node) {
@@ -256,7 +261,10 @@ void Decide(Topology* topology) {
   }
   if (t.hierarchy == HierarchyVerdict::kUnevenNodes ||
       t.hierarchy == HierarchyVerdict::kInterleaved) {
-    Add(topology, Kind::kShape, StrCat(t.hierarchy_reason, "; ", kHierarchyOff));
+    Add(topology, Kind::kShape,
+        StrCat(t.hierarchy_reason, "; ", kHierarchyOff,
+               " (for hierarchical plans, place as many ranks on every node, each node's in one "
+               "contiguous block; ZPP_LOCAL_SIZE or ZPP_NODE_ID set the nodes)"));
   }
   // An interleaved layout that is also uneven says so too: both need fixing.
   if (t.hierarchy == HierarchyVerdict::kUnevenNodes && !t.nodes_contiguous) {
@@ -314,7 +322,8 @@ Topology FallbackTopology(int num_ranks, const std::string& reason) {
   topology.hierarchy_reason = reason;
   topology.findings.push_back(
       {Finding::Kind::kInputProblem,
-       StrCat(reason, "; zpp treats every rank as its own node in one rack; ", kHierarchyOff)});
+       StrCat(reason, "; zpp treats every rank as its own node in one rack; ", kHierarchyOff,
+              " (run the same zpp build on every rank)")});
   return topology;
 }
 

@@ -193,7 +193,10 @@ Result LoadLocalPicture(const PictureRequest& request, LocalPicture* picture) {
 
   HwlocTopology topology;
   if (!topology.Init()) {
-    ZPP_WARN("hwloc: cannot initialize a topology (%s); no local picture", std::strerror(errno));
+    ZPP_WARN(
+        "hwloc: cannot initialize a topology (%s); no local picture: the GPU and NIC placement "
+        "notes are left out",
+        std::strerror(errno));
     return ncclSystemError;
   }
   hwloc_topology_t topo = topology.get();
@@ -202,13 +205,17 @@ Result LoadLocalPicture(const PictureRequest& request, LocalPicture* picture) {
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   AvoidUnneededComponents(topo);
   if (!request.xml_path.empty() && hwloc_topology_set_xml(topo, request.xml_path.c_str()) != 0) {
-    ZPP_WARN("hwloc: cannot use XML file %s (%s); no local picture", request.xml_path.c_str(),
-             std::strerror(errno));
+    ZPP_WARN(
+        "hwloc: cannot use XML file %s (%s); no local picture (check the path, or write the file "
+        "with hwloc's lstopo)",
+        request.xml_path.c_str(), std::strerror(errno));
     return ncclSystemError;
   }
   if (hwloc_topology_load(topo) != 0) {
-    ZPP_WARN("hwloc: cannot load the topology of %s (%s); no local picture",
-             picture->source.c_str(), std::strerror(errno));
+    ZPP_WARN(
+        "hwloc: cannot load the topology of %s (%s); no local picture: the GPU and NIC placement "
+        "notes are left out",
+        picture->source.c_str(), std::strerror(errno));
     return ncclSystemError;
   }
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "common/result.h"
+#include "log/check.h"
 #include "topology/local_picture.h"
 #include "topology/pci_address.h"
 

@@ -1,8 +1,8 @@
 #include "topology/rack_resolution.h"
 
+#include "config/rack_token.h"
 #include "log/log.h"
 #include "topology/printable.h"
-#include "topology/rack_token.h"
 #include "topology/slurm_topology.h"
 #include "topology/topo_file.h"
 
@@ -22,13 +22,18 @@ RackChoice FromTopoFile(const std::string& path, std::string_view host_name) {
       ZPP_WARN("ZPP_TOPO_FILE %s: %zu more errors", path.c_str(),
                parsed.errors.size() - kMaxErrorLines);
     }
-    ZPP_WARN("ZPP_TOPO_FILE %s is unusable; zpp treats the job as one rack", path.c_str());
+    ZPP_WARN(
+        "ZPP_TOPO_FILE %s is unusable; zpp treats the job as one rack (fix the lines above, or "
+        "unset ZPP_TOPO_FILE)",
+        path.c_str());
     return {};
   }
   const TopoFileEntry* entry = parsed.file->Find(host_name);
   if (entry == nullptr) {
-    ZPP_WARN("ZPP_TOPO_FILE %s does not list host '%.*s'; zpp treats the job as one rack",
-             path.c_str(), static_cast<int>(host_name.size()), host_name.data());
+    ZPP_WARN(
+        "ZPP_TOPO_FILE %s does not list host '%.*s'; zpp treats the job as one rack (add a "
+        "'hostname rack' line for it, or set ZPP_RACK_ID on it)",
+        path.c_str(), static_cast<int>(host_name.size()), host_name.data());
     return {};
   }
   ZPP_INFO(kTopo, "rack '%s' for host '%.*s' from ZPP_TOPO_FILE %s:%d", entry->rack.c_str(),
@@ -42,8 +47,10 @@ RackChoice FromSlurm(const std::string& raw_addr, const std::optional<std::strin
   const SlurmRack slurm = RackFromSlurmTopologyAddr(raw_addr, pattern_view);
   const std::string addr = Printable(raw_addr, 200);
   if (!slurm.problem.empty()) {
-    ZPP_WARN("SLURM_TOPOLOGY_ADDR=\"%s\" %s; zpp treats the job as one rack", addr.c_str(),
-             slurm.problem.c_str());
+    ZPP_WARN(
+        "SLURM_TOPOLOGY_ADDR=\"%s\" %s; zpp treats the job as one rack (set ZPP_RACK_ID or "
+        "ZPP_TOPO_FILE to give the racks)",
+        addr.c_str(), slurm.problem.c_str());
     return {};
   }
   if (!slurm.rack) {
@@ -74,7 +81,7 @@ std::string_view RackSourceName(RackSource source) {
 RackChoice ResolveRack(const Config& config, const config::EnvLookup& env,
                        std::string_view host_name) {
   // The config parser has already rejected (with a WARN) a ZPP_RACK_ID that is not a token.
-  if (!config.rack_id.empty() && IsValidRackToken(config.rack_id)) {
+  if (!config.rack_id.empty() && config::IsValidRackToken(config.rack_id)) {
     ZPP_INFO(kTopo, "rack '%s' from ZPP_RACK_ID", config.rack_id.c_str());
     return {config.rack_id, RackSource::kEnv};
   }

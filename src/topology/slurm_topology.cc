@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "common/text.h"
+#include "config/rack_token.h"
 #include "topology/printable.h"
-#include "topology/rack_token.h"
 #include "topology/str_cat.h"
 
 namespace zpp::topology {
@@ -42,7 +42,7 @@ SlurmRack RackFromSlurmTopologyAddr(std::string_view addr,
   if (node_index == 0) return result;  // no switch above the node: SLURM knows no racks
 
   const std::string_view leaf_switch = parts[node_index - 1];
-  if (const std::string_view problem = RackTokenProblem(leaf_switch); !problem.empty()) {
+  if (const std::string_view problem = config::RackTokenProblem(leaf_switch); !problem.empty()) {
     result.problem = StrCat("names switch '", Printable(leaf_switch), "', which ", problem);
     return result;
   }

@@ -6,8 +6,8 @@
 #include <map>
 
 #include "common/text.h"
+#include "config/rack_token.h"
 #include "topology/printable.h"
-#include "topology/rack_token.h"
 #include "topology/str_cat.h"
 
 namespace zpp::topology {
@@ -85,7 +85,7 @@ TopoFileParse ParseTopoFile(std::string_view contents, std::string_view path) {
       error(line_number, StrCat("host name ", Quoted(host), " ", problem));
       continue;
     }
-    if (const std::string_view problem = RackTokenProblem(rack); !problem.empty()) {
+    if (const std::string_view problem = config::RackTokenProblem(rack); !problem.empty()) {
       error(line_number, StrCat("rack ", Quoted(rack), " ", problem));
       continue;
     }

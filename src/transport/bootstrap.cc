@@ -37,8 +37,10 @@ Result ExchangeAddresses(const LaunchInfo& launch, const Address& mine, Clock::t
   Table table{};
   ZPP_CHECK(ReadAll(fd, &table, sizeof(table), deadline));
   if (table.magic != kBootstrapMagic || table.size != static_cast<uint32_t>(launch.size)) {
-    ZPP_WARN("bootstrap: the launcher answered with a bad table (size %u, expected %d)", table.size,
-             launch.size);
+    ZPP_WARN(
+        "bootstrap: the launcher answered with a bad table (size %u, expected %d); the bootstrap "
+        "fails (are zpp-launch and the ranks from one zpp build?)",
+        table.size, launch.size);
     return ncclRemoteError;
   }
   std::vector<Address> addresses(launch.size);
@@ -46,7 +48,10 @@ Result ExchangeAddresses(const LaunchInfo& launch, const Address& mine, Clock::t
     uint32_t bytes = 0;
     ZPP_CHECK(ReadAll(fd, &bytes, sizeof(bytes), deadline));
     if (bytes > kMaxAddressBytes) {
-      ZPP_WARN("bootstrap: an address of %u bytes is too long", bytes);
+      ZPP_WARN(
+          "bootstrap: an address of %u bytes is too long; the bootstrap fails (are zpp-launch and "
+          "the ranks from one zpp build?)",
+          bytes);
       return ncclRemoteError;
     }
     address.resize(bytes);
@@ -64,8 +69,11 @@ Result ServeAddresses(const Fd& listener, int size, Clock::time_point deadline,
   while (arrived < size) {
     if (!keep_waiting()) return ncclRemoteError;
     if (Clock::now() >= deadline) {
-      ZPP_WARN("bootstrap: only %d of %d ranks connected before the timeout (ZPP_TIMEOUT)", arrived,
-               size);
+      ZPP_WARN(
+          "bootstrap: only %d of %d ranks connected before the timeout (ZPP_TIMEOUT); the "
+          "bootstrap fails (a rank that exited says why above; raise ZPP_TIMEOUT if ranks start "
+          "slowly)",
+          arrived, size);
       return ncclRemoteError;
     }
     Fd fd;
@@ -79,8 +87,10 @@ Result ServeAddresses(const Fd& listener, int size, Clock::time_point deadline,
     if (hello.magic != kBootstrapMagic || hello.size != static_cast<uint32_t>(size) ||
         hello.rank >= static_cast<uint32_t>(size) || connections[hello.rank].valid() ||
         hello.address_bytes > kMaxAddressBytes) {
-      ZPP_WARN("bootstrap: bad hello (rank %u, size %u; expected a new rank of %d)", hello.rank,
-               hello.size, size);
+      ZPP_WARN(
+          "bootstrap: bad hello (rank %u, size %u; expected a new rank of %d); the bootstrap fails "
+          "(are zpp-launch and the ranks from one zpp build?)",
+          hello.rank, hello.size, size);
       return ncclRemoteError;
     }
     addresses[hello.rank].resize(hello.address_bytes);

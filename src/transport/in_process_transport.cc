@@ -28,19 +28,19 @@ const char* GroupName(GroupKind kind) {
 
 InProcessTransport::InProcessTransport() : deadline_(std::chrono::seconds(GetConfig().timeout)) {}
 
-sim::Rendezvous& InProcessTransport::GroupRendezvous(const GroupView& group) {
+Rendezvous& InProcessTransport::GroupRendezvous(const GroupView& group) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = groups_[{group.kind, group.members.front()}];
   if (!slot) {
-    slot = std::make_unique<sim::Rendezvous>(static_cast<int>(group.members.size()), deadline_);
+    slot = std::make_unique<Rendezvous>(static_cast<int>(group.members.size()), deadline_);
   }
   return *slot;
 }
 
-sim::Rendezvous& InProcessTransport::PairRendezvous(int from, int to) {
+Rendezvous& InProcessTransport::PairRendezvous(int from, int to) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = pairs_[{from, to}];
-  if (!slot) slot = std::make_unique<sim::Rendezvous>(2, deadline_);
+  if (!slot) slot = std::make_unique<Rendezvous>(2, deadline_);
   return *slot;
 }
 
@@ -48,7 +48,8 @@ Result InProcessTransport::Missed(const char* collective, GroupKind kind, int ra
                                   uint64_t sequence) const {
   ZPP_WARN(
       "sim: rank %d: %s #%llu on its %s group: the other members did not all come within %lld "
-      "ms (a rank skipped the call, or the ranks' plans differ); it fails with ncclRemoteError",
+      "ms (a rank skipped the call, or the ranks' plans differ); it fails with ncclRemoteError "
+      "(raise ZPP_TIMEOUT if the ranks are only slow)",
       rank, collective, static_cast<unsigned long long>(sequence), GroupName(kind),
       static_cast<long long>(deadline_.count()));
   return ncclRemoteError;
@@ -56,8 +57,8 @@ Result InProcessTransport::Missed(const char* collective, GroupKind kind, int ra
 
 Result InProcessTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
                                      const void* send, void* recv, size_t bytes) {
-  sim::Rendezvous& rendezvous = GroupRendezvous(group);
-  const sim::Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  Rendezvous& rendezvous = GroupRendezvous(group);
+  const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
   if (all == nullptr) return Missed("all-gather", group.kind, rank, sequence);
   for (size_t peer = 0; peer < group.members.size(); ++peer) {
     char* dst = static_cast<char*>(recv) + peer * bytes;
@@ -69,8 +70,8 @@ Result InProcessTransport::AllGather(int rank, const GroupView& group, uint64_t 
 
 Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence,
                                     const void* send, void* recv, size_t bytes) {
-  sim::Rendezvous& rendezvous = GroupRendezvous(group);
-  const sim::Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
+  Rendezvous& rendezvous = GroupRendezvous(group);
+  const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
   if (all == nullptr) return Missed("all-to-all", group.kind, rank, sequence);
   for (size_t peer = 0; peer < group.members.size(); ++peer) {
     const char* src = static_cast<const char*>(all->send[peer]) + group.my_index * bytes;
@@ -84,7 +85,7 @@ Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t s
 // A message meets its receive in a two-member rendezvous: member 0 the sender, 1 the receiver.
 Result InProcessTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence,
                                 const void* send, size_t) {
-  sim::Rendezvous& pair = PairRendezvous(rank, to);
+  Rendezvous& pair = PairRendezvous(rank, to);
   // Depart: the receiver has copied, so the send buffer may be reused.
   if (pair.Arrive(sequence, 0, send, nullptr) == nullptr || !pair.Depart(sequence)) {
     return Missed("send", kind, rank, sequence);
@@ -94,8 +95,8 @@ Result InProcessTransport::Send(int rank, GroupKind kind, int to, uint64_t seque
 
 Result InProcessTransport::Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
                                 size_t bytes) {
-  sim::Rendezvous& pair = PairRendezvous(from, rank);
-  const sim::Rendezvous::Buffers* both = pair.Arrive(sequence, 1, nullptr, recv);
+  Rendezvous& pair = PairRendezvous(from, rank);
+  const Rendezvous::Buffers* both = pair.Arrive(sequence, 1, nullptr, recv);
   if (both == nullptr) return Missed("receive", kind, rank, sequence);
   std::memcpy(recv, both->send[0], bytes);
   if (!pair.Depart(sequence)) return Missed("receive", kind, rank, sequence);

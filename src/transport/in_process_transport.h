@@ -8,7 +8,7 @@
 #include <mutex>
 #include <utility>
 
-#include "sim/rendezvous.h"
+#include "transport/rendezvous.h"
 #include "transport/transport.h"
 
 namespace zpp::transport {
@@ -31,15 +31,15 @@ class InProcessTransport final : public Transport {
 
  private:
   // A group is named by its kind and its first member; a pair by (from, to).
-  sim::Rendezvous& GroupRendezvous(const GroupView& group);
-  sim::Rendezvous& PairRendezvous(int from, int to);
+  Rendezvous& GroupRendezvous(const GroupView& group);
+  Rendezvous& PairRendezvous(int from, int to);
   Result Missed(const char* collective, GroupKind kind, int rank, uint64_t sequence) const;
 
   const std::chrono::milliseconds deadline_;
 
   std::mutex mutex_;
-  std::map<std::pair<GroupKind, int>, std::unique_ptr<sim::Rendezvous>> groups_;
-  std::map<std::pair<int, int>, std::unique_ptr<sim::Rendezvous>> pairs_;
+  std::map<std::pair<GroupKind, int>, std::unique_ptr<Rendezvous>> groups_;
+  std::map<std::pair<int, int>, std::unique_ptr<Rendezvous>> pairs_;
 };
 
 }  // namespace zpp::transport

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::transport {
 

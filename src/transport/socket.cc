@@ -29,7 +29,7 @@ Result WaitReady(int fd, short events, Clock::time_point deadline) {
     if (ready > 0) return ncclSuccess;
     if (ready == 0) return ncclInProgress;
     if (errno != EINTR) {
-      ZPP_WARN("bootstrap: poll failed: %s", std::strerror(errno));
+      ZPP_WARN("bootstrap: poll failed: %s; the bootstrap fails", std::strerror(errno));
       return ncclSystemError;
     }
   }
@@ -62,18 +62,19 @@ void Fd::Reset() {
 Result ListenLoopback(int backlog, Fd* out, uint16_t* port) {
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
-    ZPP_WARN("bootstrap: socket failed: %s", std::strerror(errno));
+    ZPP_WARN("bootstrap: socket failed: %s; the bootstrap fails", std::strerror(errno));
     return ncclSystemError;
   }
   sockaddr_in address = Loopback(0);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       ::listen(fd.get(), backlog) != 0) {
-    ZPP_WARN("bootstrap: cannot listen on 127.0.0.1: %s", std::strerror(errno));
+    ZPP_WARN("bootstrap: cannot listen on 127.0.0.1: %s; the bootstrap fails",
+             std::strerror(errno));
     return ncclSystemError;
   }
   socklen_t length = sizeof(address);
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ZPP_WARN("bootstrap: getsockname failed: %s", std::strerror(errno));
+    ZPP_WARN("bootstrap: getsockname failed: %s; the bootstrap fails", std::strerror(errno));
     return ncclSystemError;
   }
   *port = ntohs(address.sin_port);
@@ -83,14 +84,18 @@ Result ListenLoopback(int backlog, Fd* out, uint16_t* port) {
 
 Result ParseLoopbackAddress(const std::string& address, uint16_t* port) {
   constexpr std::string_view kHost = "127.0.0.1:";
-  ZPP_CHECK_ARG(address.starts_with(kHost), "bootstrap address '%s' is not 127.0.0.1:PORT",
+  ZPP_CHECK_ARG(address.starts_with(kHost),
+                "bootstrap address '%s' (ZPP_LAUNCH_BOOTSTRAP) is not 127.0.0.1:PORT; the "
+                "bootstrap fails (zpp-launch sets it: start the ranks with zpp-launch)",
                 address.c_str());
   const char* first = address.data() + kHost.size();
   const char* last = address.data() + address.size();
   unsigned value = 0;
   const auto [end, error] = std::from_chars(first, last, value);
   ZPP_CHECK_ARG(error == std::errc() && end == last && value > 0 && value < 65536,
-                "bootstrap address '%s' has no valid port", address.c_str());
+                "bootstrap address '%s' (ZPP_LAUNCH_BOOTSTRAP) has no valid port; the bootstrap "
+                "fails (zpp-launch sets it: start the ranks with zpp-launch)",
+                address.c_str());
   *port = static_cast<uint16_t>(value);
   return ncclSuccess;
 }
@@ -99,18 +104,24 @@ Result ConnectLoopback(uint16_t port, Clock::time_point deadline, Fd* out) {
   // The launcher listens before it starts any rank, so a refusal is final, not a race.
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) {
-    ZPP_WARN("bootstrap: socket failed: %s", std::strerror(errno));
+    ZPP_WARN("bootstrap: socket failed: %s; the bootstrap fails", std::strerror(errno));
     return ncclSystemError;
   }
   const sockaddr_in address = Loopback(port);
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     if (errno != EINPROGRESS) {
-      ZPP_WARN("bootstrap: cannot connect to 127.0.0.1:%u: %s", port, std::strerror(errno));
+      ZPP_WARN(
+          "bootstrap: cannot connect to 127.0.0.1:%u: %s; the bootstrap fails (has zpp-launch "
+          "exited? its output says why)",
+          port, std::strerror(errno));
       return ncclSystemError;
     }
     const Result ready = WaitReady(fd.get(), POLLOUT, deadline);
     if (ready == ncclInProgress) {
-      ZPP_WARN("bootstrap: connecting to 127.0.0.1:%u timed out", port);
+      ZPP_WARN(
+          "bootstrap: connecting to 127.0.0.1:%u timed out; the bootstrap fails (ZPP_TIMEOUT "
+          "bounds it: raise it if ranks start slowly)",
+          port);
       return ncclRemoteError;
     }
     ZPP_CHECK(ready);
@@ -118,7 +129,10 @@ Result ConnectLoopback(uint16_t port, Clock::time_point deadline, Fd* out) {
     socklen_t length = sizeof(error);
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
     if (error != 0) {
-      ZPP_WARN("bootstrap: cannot connect to 127.0.0.1:%u: %s", port, std::strerror(error));
+      ZPP_WARN(
+          "bootstrap: cannot connect to 127.0.0.1:%u: %s; the bootstrap fails (has zpp-launch "
+          "exited? its output says why)",
+          port, std::strerror(error));
       return ncclSystemError;
     }
   }
@@ -132,7 +146,7 @@ Result AcceptBefore(const Fd& listener, Clock::time_point deadline, Fd* out) {
   Fd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!fd.valid()) {
     if (errno == EAGAIN || errno == EINTR) return ncclInProgress;
-    ZPP_WARN("bootstrap: accept failed: %s", std::strerror(errno));
+    ZPP_WARN("bootstrap: accept failed: %s; the bootstrap fails", std::strerror(errno));
     return ncclSystemError;
   }
   *out = std::move(fd);
@@ -149,12 +163,14 @@ Result WriteAll(const Fd& fd, const void* data, size_t bytes, Clock::time_point 
       continue;
     }
     if (written < 0 && errno != EAGAIN && errno != EINTR) {
-      ZPP_WARN("bootstrap: send failed: %s", std::strerror(errno));
+      ZPP_WARN("bootstrap: send failed: %s; the bootstrap fails", std::strerror(errno));
       return ncclRemoteError;
     }
     const Result ready = WaitReady(fd.get(), POLLOUT, deadline);
     if (ready == ncclInProgress) {
-      ZPP_WARN("bootstrap: send timed out");
+      ZPP_WARN(
+          "bootstrap: send timed out; the bootstrap fails (ZPP_TIMEOUT bounds it: raise it if "
+          "ranks start slowly)");
       return ncclRemoteError;
     }
     ZPP_CHECK(ready);
@@ -172,16 +188,20 @@ Result ReadAll(const Fd& fd, void* data, size_t bytes, Clock::time_point deadlin
       continue;
     }
     if (got == 0) {
-      ZPP_WARN("bootstrap: the other side closed the connection");
+      ZPP_WARN(
+          "bootstrap: the other side closed the connection; the bootstrap fails (a rank or "
+          "zpp-launch exited: its output says why)");
       return ncclRemoteError;
     }
     if (errno != EAGAIN && errno != EINTR) {
-      ZPP_WARN("bootstrap: recv failed: %s", std::strerror(errno));
+      ZPP_WARN("bootstrap: recv failed: %s; the bootstrap fails", std::strerror(errno));
       return ncclRemoteError;
     }
     const Result ready = WaitReady(fd.get(), POLLIN, deadline);
     if (ready == ncclInProgress) {
-      ZPP_WARN("bootstrap: receive timed out");
+      ZPP_WARN(
+          "bootstrap: receive timed out; the bootstrap fails (ZPP_TIMEOUT bounds it: raise it if "
+          "ranks start slowly)");
       return ncclRemoteError;
     }
     ZPP_CHECK(ready);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::transport {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp::transport {
 

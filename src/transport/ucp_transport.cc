@@ -100,13 +100,17 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
 
 Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::milliseconds timeout,
                           std::unique_ptr<UcpTransport>* out, Address* address_out) {
-  ZPP_CHECK_ARG(size >= 1 && size <= (1 << kRankBits), "UCP transport: %d ranks, 1 to %d", size,
-                1 << kRankBits);
-  ZPP_CHECK_ARG(rank >= 0 && rank < size, "UCP transport: rank %d of %d", rank, size);
+  ZPP_CHECK_ARG(size >= 1 && size <= (1 << kRankBits),
+                "UCP transport: %d ranks, 1 to %d allowed; opening fails with ncclInvalidArgument",
+                size, 1 << kRankBits);
+  ZPP_CHECK_ARG(rank >= 0 && rank < size, "UCP transport: rank %d of %d" ZPP_BUG_REPORT, rank,
+                size);
   std::unique_ptr<UcpTransport> transport(new UcpTransport(rank, size, timeout));
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) {
-    ZPP_WARN("UCP: cannot read the UCX configuration (UCX_* variables)");
+    ZPP_WARN(
+        "UCP: cannot read the UCX configuration (UCX_* variables); the transport cannot open "
+        "(ncclSystemError): check the UCX_* variables set");
     return ncclSystemError;
   }
   // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
@@ -126,7 +130,10 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
   const ucs_status_t init = ucp_init(&params, config, &context);
   ucp_config_release(config);
   if (init != UCS_OK) {
-    ZPP_WARN("UCP: ucp_init failed: %s", ucs_status_string(init));
+    ZPP_WARN(
+        "UCP: ucp_init failed: %s; the transport cannot open (ncclSystemError): check UCX's "
+        "installation and the UCX_* variables set",
+        ucs_status_string(init));
     return ncclSystemError;
   }
   transport->context_.reset(context);
@@ -137,7 +144,8 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
   ucp_worker_h worker = nullptr;
   const ucs_status_t created = ucp_worker_create(context, &worker_params, &worker);
   if (created != UCS_OK) {
-    ZPP_WARN("UCP: ucp_worker_create failed: %s", ucs_status_string(created));
+    ZPP_WARN("UCP: ucp_worker_create failed: %s; the transport cannot open (ncclSystemError)",
+             ucs_status_string(created));
     return ncclSystemError;
   }
   transport->worker_.reset(worker);
@@ -146,7 +154,8 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
   size_t address_bytes = 0;
   const ucs_status_t got = ucp_worker_get_address(worker, &address, &address_bytes);
   if (got != UCS_OK) {
-    ZPP_WARN("UCP: ucp_worker_get_address failed: %s", ucs_status_string(got));
+    ZPP_WARN("UCP: ucp_worker_get_address failed: %s; the transport cannot open (ncclSystemError)",
+             ucs_status_string(got));
     return ncclSystemError;
   }
   // The address the others need: who this process is, then how UCX reaches it.
@@ -162,9 +171,13 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
 
 Result UcpTransport::Connect(const std::vector<Address>& addresses) {
   ZPP_CHECK_ARG(static_cast<int>(addresses.size()) == size_,
-                "UCP transport: %zu addresses for %d ranks", addresses.size(), size_);
+                "UCP transport: %zu addresses for %d ranks" ZPP_BUG_REPORT, addresses.size(),
+                size_);
   std::lock_guard<std::mutex> lock(mutex_);
-  ZPP_CHECK_ARG(peers_.empty(), "UCP transport of rank %d: connected twice", rank_);
+  ZPP_CHECK_ARG(peers_.empty(),
+                "UCP transport of rank %d: connected twice; connecting fails with "
+                "ncclInvalidArgument (after a failed zppCpuCommConnect, open a new communicator)",
+                rank_);
   peers_.resize(size_);
   for (int r = 0; r < size_; ++r) {
     Peer& peer = peers_[r];
@@ -175,7 +188,11 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
       continue;
     }
     if (!ReadIdentity(addresses[r].data(), addresses[r].size(), &peer.identity)) {
-      ZPP_WARN("UCP: rank %d's address is not a zpp transport address (a different zpp build?)", r);
+      ZPP_WARN(
+          "UCP: rank %d's address is not a zpp transport address (a different zpp build?); "
+          "connecting fails with ncclInvalidUsage (pass every rank's zppCpuCommAddress bytes "
+          "unchanged, all from one zpp build)",
+          r);
       return ncclInvalidUsage;
     }
     peer.same_machine = self_.SharesProcessTable(peer.identity);
@@ -198,7 +215,10 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
     }
     const ucs_status_t status = ucp_ep_create(worker_.get(), &params, &peer.endpoint);
     if (status != UCS_OK) {
-      ZPP_WARN("UCP: cannot create an endpoint to rank %d: %s", r, ucs_status_string(status));
+      ZPP_WARN(
+          "UCP: cannot create an endpoint to rank %d: %s; connecting fails with ncclSystemError "
+          "(is that rank's machine reachable? UCX_TLS chooses UCX's transports)",
+          r, ucs_status_string(status));
       return ncclSystemError;
     }
   }
@@ -269,7 +289,8 @@ std::string UcpTransport::CallInProgress() const {
 Result UcpTransport::CheckUsable(int rank) const {
   const int broken = broken_.load();
   if (broken != ncclSuccess) return static_cast<Result>(broken);
-  ZPP_CHECK_ARG(rank == rank_, "UCP transport of rank %d called as rank %d", rank_, rank);
+  ZPP_CHECK_ARG(rank == rank_, "UCP transport of rank %d called as rank %d" ZPP_BUG_REPORT, rank_,
+                rank);
   return ncclSuccess;
 }
 
@@ -336,7 +357,8 @@ Result UcpTransport::Fail(Result result, const std::string& reason, const Note* 
             "): " + (calls[peer].empty() ? std::string("no answer") : calls[peer]) + ";";
   }
   text.back() = '.';
-  ZPP_WARN("%s This communicator fails from now on (%s).", text.c_str(), ResultName(result));
+  ZPP_WARN("%s This communicator fails from now on (%s): destroy it and open a new one to go on.",
+           text.c_str(), ResultName(result));
   std::lock_guard<std::mutex> lock(failure_mutex_);
   failure_ = std::move(text);
   return result;
@@ -514,10 +536,12 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
       const Clock::time_point now = Clock::now();
       if (!warned && now >= warn_at) {
         warned = true;
-        ZPP_WARN("rank %d: %s of %s: %s after %.0f s; the error comes at %.0f s", rank_, what,
-                 CallInProgress().c_str(), RanksOf(*pending).c_str(),
-                 std::chrono::duration<double>(now - start).count(),
-                 std::chrono::duration<double>(timeout_).count());
+        ZPP_WARN(
+            "rank %d: %s of %s: %s after %.0f s; the error comes at %.0f s (ZPP_TIMEOUT, or "
+            "init_process_group's timeout when shorter: raise it if those ranks are only slow)",
+            rank_, what, CallInProgress().c_str(), RanksOf(*pending).c_str(),
+            std::chrono::duration<double>(now - start).count(),
+            std::chrono::duration<double>(timeout_).count());
       }
       if (now >= deadline) {
         const Result result = Fail(
@@ -579,8 +603,8 @@ Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequenc
 Result UcpTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
                           size_t bytes) {
   ZPP_CHECK(CheckUsable(rank));
-  ZPP_CHECK_ARG(to >= 0 && to < size_ && to != rank_, "UCP send from rank %d to rank %d", rank_,
-                to);
+  ZPP_CHECK_ARG(to >= 0 && to < size_ && to != rank_,
+                "UCP send from rank %d to rank %d" ZPP_BUG_REPORT, rank_, to);
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -592,8 +616,8 @@ Result UcpTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence, c
 Result UcpTransport::Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
                           size_t bytes) {
   ZPP_CHECK(CheckUsable(rank));
-  ZPP_CHECK_ARG(from >= 0 && from < size_ && from != rank_, "UCP receive at rank %d from rank %d",
-                rank_, from);
+  ZPP_CHECK_ARG(from >= 0 && from < size_ && from != rank_,
+                "UCP receive at rank %d from rank %d" ZPP_BUG_REPORT, rank_, from);
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/setup_outcome.h"
 #include "log/log.h"
+#include "topology/setup_outcome.h"
 #include "tune/decision_table.h"
 #include "zpp/format.h"
 
@@ -132,12 +132,12 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
   const bool allocated =
       backend.Allocate(kLarge, &send) == ncclSuccess &&
       backend.Allocate(static_cast<size_t>(backend.world_size()) * kLarge, &recv) == ncclSuccess;
-  engine::SetUpOutcome outcome;
-  ZPP_CHECK(engine::AgreeOnOutcome(exchange, allocated, &outcome));
+  topology::SetUpOutcome outcome;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, allocated, &outcome));
   if (!outcome.all_ok) {
     ZPP_WARN(
         "zpp: ZPP_TUNE=auto could not calibrate (%s: no memory for its buffers): the static "
-        "rule decides on every rank",
+        "rule decides on every rank (leave more device memory free for ZPP_TUNE=auto)",
         outcome.Describe().c_str());
     return ncclSuccess;
   }
@@ -206,7 +206,7 @@ Result SetUpTuning(Backend& backend, Stream& stream, topology::ByteAllGather& ex
   if (!all_measured) {
     ZPP_WARN(
         "zpp: ZPP_TUNE=auto: some rank could not measure its codecs: the static rule "
-        "decides on every rank");
+        "decides on every rank (ZPP_DEBUG=INFO shows why)");
     return ncclSuccess;
   }
   tuning->table = DecisionTable::Build(tuning->model, shape, settings);

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstdio>
 
-#include "kernels/codec_params.h"
+#include "codec/math/codec_params.h"
 #include "plan/planner.h"
 
 namespace zpp::tune {

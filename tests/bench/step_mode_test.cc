@@ -79,7 +79,8 @@ TEST(StepModeTest, FrameworkBuffersGiveTheDedicatedFigures) {
     const StepFigures framework = Replay(model, "zero++", InputBuffers::kFramework, kSteps);
     const StepFigures without_hpz = Replay(model, "qwz8+qgz8/4", InputBuffers::kFramework, kSteps);
     EXPECT_EQ(framework.buffers, "framework");
-    // 0.766 at 2^20 replayed elements (README); 0.769 here at 2^18 for 125M, 1.3B and 7B.
+    // 0.766 at 2^20 replayed elements (docs/benchmarks.md); 0.769 here at 2^18 for 125M, 1.3B
+    // and 7B.
     EXPECT_NEAR(dedicated.relative_volume, 0.766, 0.01) << model;
     EXPECT_NEAR(framework.relative_volume, dedicated.relative_volume, 0.01) << model;
     std::vector<uint64_t> hits(kSteps, 8 * Units(model));

@@ -30,12 +30,12 @@
 #include <thread>
 
 #include "codec/element_io.h"
-#include "common/file_rendezvous.h"
 #include "config/config.h"
 #include "epoch/step_epoch.h"
 #include "plan/planner.h"
 #include "sim/cluster_layout.h"
 #include "tests/sim/engine_harness.h"
+#include "transport/file_rendezvous.h"
 #include "zpp/zpp.h"
 
 namespace {

@@ -304,7 +304,8 @@ int main(int argc, char** argv) {
   }
   const std::string scenario = argv[1], dir = argv[2];
   zpp::sim::LaunchedJob job;
-  if (zpp::sim::JoinLaunchedJob(&job) != ncclSuccess) return 1;
+  // Every scenario's layouts hold kMatrixRanks ranks: a wrong -n stops before UCX wires up.
+  if (zpp::sim::JoinLaunchedJob(&job, zpp::test::kMatrixRanks) != ncclSuccess) return 1;
   if (scenario == "matrix") return zpp::test::Matrix(job, dir);
   if (scenario == "fault" && argc > 3)
     return zpp::test::Fault(std::move(job), dir, std::atoi(argv[3]));

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "codec/math/float_convert.h"
 #include "fake_nccl_calls.h"
-#include "kernels/float_convert.h"
 #include "recording_communicator.h"
 #include "zpp/zpp.h"
 

@@ -93,7 +93,7 @@ std::vector<Shape> Hierarchies() {
 }
 
 // One quantization of Gaussian blocks of 256 errs 0.697% (int8) and 12.9% (int4 rotated) of
-// their RMS (README "Codecs"). The node sums are quantized once (each node's error is that
+// their RMS (docs/codecs.md). The node sums are quantized once (each node's error is that
 // fraction of its sum, and the nodes' sums add up as their errors do) and the owners' sums once
 // more: sqrt(2) x that, whatever the number of nodes. The budget is 1.2x the model.
 double Model(int bits) { return std::sqrt(2.0) * (bits == 8 ? 0.00697 : 0.129); }

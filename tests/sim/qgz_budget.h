@@ -13,7 +13,7 @@
 namespace zpp::test {
 
 // Relative L2 error of one int8 / int4 block quantization (block 256, round to nearest even) of
-// Gaussian data against fp64: 0.697% and 12.64% (zpp-codec-sweep, README's block table).
+// Gaussian data against fp64: 0.697% and 12.64% (zpp-codec-sweep, docs/codecs.md's block table).
 inline double LevelError(int bits) { return bits == 8 ? 0.00697 : 0.1264; }
 
 // The quantizations the partial sums of a reduce-scatter pass through under `settings` on

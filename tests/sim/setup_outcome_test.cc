@@ -1,7 +1,7 @@
 // One rank's set-up failure is every rank's fallback: after a stage that failed on one rank
 // only, every rank learns it from the same exchange, so no rank goes on to a collective (a
 // sub-communicator split) that the failed one will never join.
-#include "engine/setup_outcome.h"
+#include "topology/setup_outcome.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "engine/backend_byte_all_gather.h"
 #include "sim/sim_backend.h"
 
-namespace zpp::engine {
+namespace zpp::topology {
 namespace {
 
 struct ChainRun {
@@ -70,4 +70,4 @@ TEST(SetUpOutcomeTest, AllSucceedingGoOnTogether) {
 }
 
 }  // namespace
-}  // namespace zpp::engine
+}  // namespace zpp::topology

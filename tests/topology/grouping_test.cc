@@ -108,7 +108,9 @@ TEST(GroupingTest, InterleavedRanksDisableHierarchicalPlans) {
   EXPECT_THAT(Texts(t, Finding::Kind::kShape),
               ElementsAre("the ranks of node 0 (host n0) are interleaved with other nodes' "
                           "(0,2,4,6); hierarchical plans disabled for this communicator, flat "
-                          "quantized plans still allowed"));
+                          "quantized plans still allowed (for hierarchical plans, place as many "
+                          "ranks on every node, each node's in one contiguous block; "
+                          "ZPP_LOCAL_SIZE or ZPP_NODE_ID set the nodes)"));
 }
 
 TEST(GroupingTest, UnevenNodesDisableHierarchicalPlans) {
@@ -128,7 +130,9 @@ TEST(GroupingTest, UnevenNodesDisableHierarchicalPlans) {
   EXPECT_THAT(Texts(t, Finding::Kind::kShape),
               ElementsAre("ranks per node are uneven (3 on node 0 (host n0), 4 on node 1 (host "
                           "n1)); hierarchical plans disabled for this communicator, flat "
-                          "quantized plans still allowed"));
+                          "quantized plans still allowed (for hierarchical plans, place as many "
+                          "ranks on every node, each node's in one contiguous block; "
+                          "ZPP_LOCAL_SIZE or ZPP_NODE_ID set the nodes)"));
   EXPECT_THAT(Texts(t, Finding::Kind::kNote),
               ElementsAre(HasSubstr("7 ranks on 2 nodes in 1 rack")));
 }
@@ -200,7 +204,9 @@ TEST(GroupingTest, RanksOfOneHostInDifferentRacksMakeOneRack) {
   EXPECT_FALSE(t.rack_level_allowed);
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
               ElementsAre("ranks 0 and 1 share node 0 (host n0) but claim racks 'r0' and 'r1'; "
-                          "zpp treats the communicator as one rack"));
+                          "zpp treats the communicator as one rack (give every rank of a node the "
+                          "same rack through ZPP_RACK_ID, ZPP_TOPO_FILE or SLURM_TOPOLOGY_ADDR, "
+                          "on all ranks or none)"));
 }
 
 TEST(GroupingTest, SomeRanksWithoutRackMakeOneRack) {
@@ -210,7 +216,9 @@ TEST(GroupingTest, SomeRanksWithoutRackMakeOneRack) {
   EXPECT_EQ(t.num_racks(), 1);
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
               ElementsAre("rank 2 (host n1) has no rack id but rank 0 (host n0) is in rack 'r0' "
-                          "(from ZPP_RACK_ID); zpp treats the communicator as one rack"));
+                          "(from ZPP_RACK_ID); zpp treats the communicator as one rack (give every "
+                          "rank of a node the same rack through ZPP_RACK_ID, ZPP_TOPO_FILE or "
+                          "SLURM_TOPOLOGY_ADDR, on all ranks or none)"));
 }
 
 TEST(GroupingTest, InvalidRackTokenMakesOneRack) {
@@ -219,7 +227,9 @@ TEST(GroupingTest, InvalidRackTokenMakesOneRack) {
   EXPECT_EQ(t.num_racks(), 1);
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
               ElementsAre("rank 1 (host n1) sent rack id 'rack?/7', which is not a token "
-                          "([A-Za-z0-9._:-]); zpp treats the communicator as one rack"));
+                          "([A-Za-z0-9._:-]); zpp treats the communicator as one rack (give every "
+                          "rank of a node the same rack through ZPP_RACK_ID, ZPP_TOPO_FILE or "
+                          "SLURM_TOPOLOGY_ADDR, on all ranks or none)"));
 }
 
 TEST(GroupingTest, LocalSizeOverrideSplitsOneHostIntoNodes) {
@@ -304,7 +314,8 @@ TEST(GroupingTest, NodeIdOnSomeRanksOnlyIsIgnored) {
   EXPECT_EQ(t.num_nodes(), 2);
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
               ElementsAre("ZPP_NODE_ID is set on 3 of 4 ranks (not on rank 2 (host n1)); zpp "
-                          "ignores ZPP_NODE_ID for this communicator"));
+                          "ignores ZPP_NODE_ID for this communicator (set it on every rank or on "
+                          "none)"));
 }
 
 TEST(GroupingTest, DisagreeingLocalSizeIsIgnored) {
@@ -314,7 +325,8 @@ TEST(GroupingTest, DisagreeingLocalSizeIsIgnored) {
   EXPECT_EQ(t.basis, GroupingBasis::kHosts);
   EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
               ElementsAre("ranks disagree on ZPP_LOCAL_SIZE (rank 0: 2, rank 2 (host n1): 4); "
-                          "zpp ignores ZPP_LOCAL_SIZE for this communicator"));
+                          "zpp ignores ZPP_LOCAL_SIZE for this communicator (set the same value on "
+                          "every rank)"));
 }
 
 TEST(GroupingTest, OneRankAndNoRanks) {
@@ -333,10 +345,12 @@ TEST(GroupingTest, FallbackPutsEveryRankOnItsOwnNode) {
   EXPECT_EQ(t.num_racks(), 1);
   EXPECT_THAT(t.local_rank, ElementsAre(0, 0, 0));
   EXPECT_EQ(t.hierarchy, HierarchyVerdict::kUntrustedRecords);
-  EXPECT_THAT(Texts(t, Finding::Kind::kInputProblem),
-              ElementsAre("the topology record of rank 1 is garbage; zpp treats every rank as "
-                          "its own node in one rack; hierarchical plans disabled for this "
-                          "communicator, flat quantized plans still allowed"));
+  EXPECT_THAT(
+      Texts(t, Finding::Kind::kInputProblem),
+      ElementsAre("the topology record of rank 1 is garbage; zpp treats every rank as "
+                  "its own node in one rack; hierarchical plans disabled for this "
+                  "communicator, flat quantized plans still allowed (run the same zpp build "
+                  "on every rank)"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The file hand-over the GPU tools use for NCCL's id: all or nothing, and a bounded wait.
-#include "common/file_rendezvous.h"
+#include "transport/file_rendezvous.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

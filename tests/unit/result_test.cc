@@ -1,5 +1,3 @@
-#include "common/result.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/c_boundary.h"
+#include "log/check.h"
+#include "plugin/c_boundary.h"
 
 namespace zpp {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/file_rendezvous.h"
+#include "transport/file_rendezvous.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,12 +12,17 @@ Result PublishFile(const std::string& path, std::span<const std::byte> bytes) {
     std::ofstream out(tmp, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
-    ZPP_CHECK_ARG(out.good(), "cannot write %s", tmp.c_str());
+    ZPP_CHECK_ARG(out.good(),
+                  "rendezvous: cannot write %s; it fails with ncclInvalidArgument (check that the "
+                  "folder exists and is writable)",
+                  tmp.c_str());
   }
   std::error_code error;
   std::filesystem::rename(tmp, path, error);
-  ZPP_CHECK_ARG(!error, "cannot rename %s to %s: %s", tmp.c_str(), path.c_str(),
-                error.message().c_str());
+  ZPP_CHECK_ARG(!error,
+                "rendezvous: cannot rename %s to %s: %s; it fails with ncclInvalidArgument (check "
+                "the folder's permissions)",
+                tmp.c_str(), path.c_str(), error.message().c_str());
   return ncclSuccess;
 }
 
@@ -32,8 +37,10 @@ Result AwaitFile(const std::string& path, std::span<std::byte> bytes,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
-  ZPP_WARN("%s did not appear within %lld ms", path.c_str(),
-           static_cast<long long>(timeout.count()));
+  ZPP_WARN(
+      "rendezvous: %s did not appear within %lld ms; it fails with ncclSystemError (did rank 0 "
+      "start, and do all ranks see the same folder?)",
+      path.c_str(), static_cast<long long>(timeout.count()));
   return ncclSystemError;
 }
 

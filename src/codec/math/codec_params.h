@@ -4,11 +4,11 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "codec/math/hd.h"
 
 namespace zpp::codec {
 
-// The default block: 256 elements per scale (see README "Codecs" for the measurement).
+// The default block: 256 elements per scale (docs/codecs.md, "Choosing the block size").
 inline constexpr int32_t kDefaultBlock = 256;
 
 struct Format {

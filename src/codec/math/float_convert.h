@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "kernels/float_bits.h"
-#include "kernels/hd.h"
+#include "codec/math/float_bits.h"
+#include "codec/math/hd.h"
 
 namespace zpp::codec {
 

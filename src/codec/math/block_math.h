@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "kernels/float_bits.h"
-#include "kernels/hd.h"
+#include "codec/math/float_bits.h"
+#include "codec/math/hd.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

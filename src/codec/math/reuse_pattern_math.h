@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
-#include "kernels/stochastic.h"
+#include "codec/math/hd.h"
+#include "codec/math/stochastic.h"
 
 namespace zpp::codec {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/hd.h"
+#include "codec/math/hd.h"
 
 namespace zpp::codec {
 

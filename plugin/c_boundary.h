@@ -4,7 +4,7 @@
 #include <exception>
 #include <new>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp {
 
@@ -14,13 +14,17 @@ Result CatchAll(const char* function, Body&& body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    ZPP_WARN("%s: out of host memory", function);
+    ZPP_WARN("%s: out of host memory; the call fails with ncclSystemError", function);
     return ncclSystemError;
   } catch (const std::exception& e) {
-    ZPP_WARN("%s: internal error: %s", function, e.what());
+    ZPP_WARN("%s: internal error: %s; the call fails with ncclInternalError" ZPP_BUG_REPORT,
+             function, e.what());
     return ncclInternalError;
   } catch (...) {
-    ZPP_WARN("%s: internal error (unknown exception)", function);
+    ZPP_WARN(
+        "%s: internal error (unknown exception); the call fails with "
+        "ncclInternalError" ZPP_BUG_REPORT,
+        function);
     return ncclInternalError;
   }
 }

@@ -1,8 +1,8 @@
-#include "engine/setup_outcome.h"
+#include "topology/setup_outcome.h"
 
 #include <cstdint>
 
-namespace zpp::engine {
+namespace zpp::topology {
 
 std::string SetUpOutcome::Describe() const {
   if (failed_ranks.empty()) return "every rank succeeded";
@@ -25,4 +25,4 @@ Result AgreeOnOutcome(topology::ByteAllGather& exchange, bool ok, SetUpOutcome* 
   return ncclSuccess;
 }
 
-}  // namespace zpp::engine
+}  // namespace zpp::topology

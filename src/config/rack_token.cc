@@ -1,6 +1,6 @@
-#include "topology/rack_token.h"
+#include "config/rack_token.h"
 
-namespace zpp::topology {
+namespace zpp::config {
 namespace {
 
 bool IsTokenChar(char c) {
@@ -21,4 +21,4 @@ std::string_view RackTokenProblem(std::string_view token) {
 
 bool IsValidRackToken(std::string_view token) { return RackTokenProblem(token).empty(); }
 
-}  // namespace zpp::topology
+}  // namespace zpp::config

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "codec/math/hd.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <vector>
 
-namespace zpp::sim {
+namespace zpp::transport {
 
 class Rendezvous {
  public:
@@ -50,4 +50,4 @@ class Rendezvous {
   std::map<uint64_t, Slot> slots_;  // node-based: references stay valid while others insert
 };
 
-}  // namespace zpp::sim
+}  // namespace zpp::transport

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace zpp::topology {
+namespace zpp::config {
 
 inline constexpr size_t kMaxRackTokenLength = 64;
 
@@ -15,4 +15,4 @@ bool IsValidRackToken(std::string_view token);
 // Why `token` is not valid, for a WARN line ("is empty", "is longer than 64 characters", ...).
 std::string_view RackTokenProblem(std::string_view token);
 
-}  // namespace zpp::topology
+}  // namespace zpp::config

@@ -1,6 +1,6 @@
-#include "sim/rendezvous.h"
+#include "transport/rendezvous.h"
 
-namespace zpp::sim {
+namespace zpp::transport {
 
 const Rendezvous::Buffers* Rendezvous::Arrive(uint64_t sequence, int member, const void* send,
                                               void* recv) {
@@ -44,4 +44,4 @@ bool Rendezvous::Depart(uint64_t sequence) {
   return true;
 }
 
-}  // namespace zpp::sim
+}  // namespace zpp::transport

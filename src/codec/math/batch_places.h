@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "kernels/codec_params.h"
-#include "kernels/hd.h"
+#include "codec/math/codec_params.h"
+#include "codec/math/hd.h"
 
 namespace zpp::codec {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "codec/math/hd.h"
 
 namespace zpp::codec {
 

@@ -10,7 +10,7 @@
 
 #include "topology/byte_all_gather.h"
 
-namespace zpp::engine {
+namespace zpp::topology {
 
 struct SetUpOutcome {
   bool all_ok = true;
@@ -22,4 +22,4 @@ struct SetUpOutcome {
 // stage succeeded, and gets the same outcome.
 Result AgreeOnOutcome(topology::ByteAllGather& exchange, bool ok, SetUpOutcome* out);
 
-}  // namespace zpp::engine
+}  // namespace zpp::topology

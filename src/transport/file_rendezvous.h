@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "common/result.h"
+#include "log/check.h"
 
 namespace zpp {
 
