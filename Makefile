@@ -53,7 +53,8 @@ mutants: build
 # FSDP2 and DeepSpeed ZeRO-3 on CPU ranks through zpp in every mode, over gloo, and DeepSpeed's
 # own hpZ (bench/convergence/run.py; FRAMEWORK=fsdp2 or deepspeed runs one; FRAMEWORK=ddp,hsdp
 # the compressed all-reduce's modes beside torch's DDP comm hooks): loss CSVs, plots and
-# summary.json in build/convergence, the table into the README (the default frameworks' only).
+# summary.json in build/convergence, the table into docs/benchmarks.md (the default frameworks'
+# only).
 # The plot needs Debian's matplotlib, which is for the system's python3 (a pyenv or venv may
 # shadow it).
 comma := ,
@@ -63,22 +64,23 @@ convergence: build torch
 	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
 	  $${plot_python:-python3} bench/convergence/run.py --python "$$(bash tools/install-torch.sh)" \
 	    --build build --frameworks $(FRAMEWORK) \
-	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme README.md)
+	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme docs/benchmarks.md)
 
 # Real time on links of known speed (root: network namespaces; tools/netbed): FSDP2 and
 # DeepSpeed ZeRO-3 on 2 nodes x 2 CPU ranks at 50, 200, 1000 and 10000 Mbit/s, gloo and every
 # zpp mode side by side (bench/netbench/run.py): results and plot in bench/results/netbench_cpu.*,
-# the table into the README. About 25 minutes on 2 quiet cores; NETBENCH_FLAGS="--rates 50,1000
-# --modes plain,auto" narrows it. FRAMEWORK=ddp,hsdp times DDP's and HSDP's modes (compressed
-# all-reduce, torch's comm hooks) instead, into bench/results/netbench_replicated_cpu.*. The plot
-# needs matplotlib, as for convergence.
+# the table into docs/benchmarks.md. About 25 minutes on 2 quiet cores;
+# NETBENCH_FLAGS="--rates 50,1000 --modes plain,auto" narrows it. FRAMEWORK=ddp,hsdp times DDP's
+# and HSDP's modes (compressed all-reduce, torch's comm hooks) instead, into
+# bench/results/netbench_replicated_cpu.*. The plot needs matplotlib, as for convergence.
 NETBENCH_FLAGS ?=
 netbench: build torch
 	@plot_python=$$(for p in python3 /usr/bin/python3; do \
 	    $$p -c 'import matplotlib' 2>/dev/null && { echo $$p; break; }; done); \
 	  $${plot_python:-python3} bench/netbench/run.py --python "$$(bash tools/install-torch.sh)" \
 	    --build build --frameworks $(FRAMEWORK) --results bench/results \
-	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme README.md) $(NETBENCH_FLAGS)
+	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme docs/benchmarks.md) \
+	    $(NETBENCH_FLAGS)
 
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps
@@ -104,9 +106,10 @@ fuzz: deps
 format: deps
 	@git ls-files '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
 
-# Regenerates the README's table of environment variables from src/config/env_vars.def.
+# Regenerates the table of environment variables in docs/configuration.md from
+# src/config/env_vars.def.
 readme-env: build
-	@python3 tools/update_readme_env.py README.md build/bin/zpp-env
+	@python3 tools/update_readme_env.py docs/configuration.md build/bin/zpp-env
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz build-mutants

@@ -8,11 +8,12 @@ purpose. System headers (<...>) are not ours and are skipped.
   tools/check_includes.py [--root DIR]   check the tree (default: this repository)
   tools/check_includes.py --self-test    plant an upward include in a scratch tree, expect failure
 """
-import argparse
 import os
 import re
 import sys
 import tempfile
+
+import tree_check
 
 # Lowest first. A layer is one directory or several that sit at the same height and never include
 # each other.
@@ -147,20 +148,10 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    problems = check(args.root)
-    for problem in problems:
-        print(problem)
-    if problems:
-        print(f"{len(problems)} include(s) against the layering (docs/architecture.md, \"Layers\")")
-        return 1
-    print(f"includes follow the layering: {len(list(source_files(args.root)))} files")
-    return 0
+    return tree_check.run(__doc__.splitlines()[0], check, self_test,
+                          lambda problems: (f"{len(problems)} include(s) against the layering "
+                                         "(docs/architecture.md, \"Layers\")"),
+                          lambda root: f"includes follow the layering: {len(list(source_files(root)))} files")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ script over gloo. DeepSpeed also runs `ds-hpz`: its own hpZ (zero_hpz_partition_
 simulated node) over gloo, with no zpp, its bytes counted by bench/deepspeed/counted_backend.py
 with the engine's ring model. Writes, under --out: loss_<framework>_<mode>.csv per run,
 losses_<framework>.png (the curves side by side), summary.json, table.md (and, with --readme,
-that table into the README between its convergence-table markers). One progress line per run.
+that table into a markdown file between its convergence-table markers: docs/benchmarks.md under
+`make convergence`). One progress line per run.
 
 --device cuda runs the same on one GPU over NCCL with libzpp.so preloaded (every rank on GPU 0
 with its own NCCL_HOSTID, as tools/gpu-check.sh does), against plain NCCL instead of gloo; the
@@ -163,7 +164,8 @@ def parse(argv):
     parser.add_argument("--device", choices=sorted(REFERENCE), default="cpu")
     parser.add_argument("--no-gloo", "--no-reference", dest="no_reference", action="store_true",
                         help="skip the reference run (gloo on the CPU, NCCL on a GPU)")
-    parser.add_argument("--readme", help="write the table into this README's markers")
+    parser.add_argument("--readme", help="write the table into this markdown file's "
+                        "convergence-table markers (make convergence: docs/benchmarks.md)")
     parser.add_argument("--check", action="store_true", help="fail unless the checks hold")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per run")
     parser.add_argument("train_args", nargs="*", help="after --: more flags for the scripts")
@@ -437,7 +439,8 @@ def table(summary):
 
 
 def update_readme(path, text, marker="convergence-table", target="make convergence"):
-    """Replaces the README's block between <!-- MARKER:begin ... --> and <!-- MARKER:end -->."""
+    """Replaces the markdown file's block between <!-- MARKER:begin ... --> and
+    <!-- MARKER:end -->."""
     begin, end = f"<!-- {marker}:begin", f"<!-- {marker}:end -->"
     with open(path) as source:
         readme = source.read()

@@ -75,7 +75,8 @@ def parse(argv):
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=None, help="default: BUILD/netbench")
     parser.add_argument("--results", help="write netbench_cpu.{json,md,png} here")
-    parser.add_argument("--readme", help="write the table into this README's netbench markers")
+    parser.add_argument("--readme", help="write the table into this markdown file's "
+                        "netbench-table markers (make netbench: docs/benchmarks.md)")
     parser.add_argument("--frameworks", default=",".join(convergence.FRAMEWORKS))
     parser.add_argument("--rates", default=",".join(map(str, RATES)), help="Mbit/s, comma list")
     parser.add_argument("--delay-ms", type=float, default=0.5)

@@ -1,5 +1,5 @@
 // Every variable with valid, invalid, empty, blank and out-of-range values. Expected values are
-// written out here from the README's table, not read from the declarations.
+// written out here from the table in docs/configuration.md, not read from the declarations.
 #include "config/config.h"
 
 #include <gmock/gmock.h>

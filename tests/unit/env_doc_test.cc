@@ -1,4 +1,5 @@
-// The README's table of environment variables is the one generated from the declarations.
+// The table of environment variables in docs/configuration.md is the one generated from the
+// declarations (`make readme-env` regenerates it).
 #include "config/env_doc.h"
 
 #include <gtest/gtest.h>
@@ -13,18 +14,18 @@ namespace {
 constexpr char kBegin[] = "<!-- env-table:begin (make readme-env) -->\n";
 constexpr char kEnd[] = "<!-- env-table:end -->";
 
-TEST(EnvDocTest, ReadmeTableMatchesDeclarations) {
-  std::ifstream in(std::string(ZPP_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << "README.md not found";
+TEST(EnvDocTest, ConfigurationDocTableMatchesDeclarations) {
+  std::ifstream in(std::string(ZPP_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_TRUE(in) << "docs/configuration.md not found";
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string readme = buffer.str();
-  const size_t begin = readme.find(kBegin);
-  const size_t end = readme.find(kEnd);
-  ASSERT_NE(begin, std::string::npos) << "README.md lacks the marker " << kBegin;
-  ASSERT_NE(end, std::string::npos);
+  const std::string doc = buffer.str();
+  const size_t begin = doc.find(kBegin);
+  const size_t end = doc.find(kEnd);
+  ASSERT_NE(begin, std::string::npos) << "docs/configuration.md lacks the marker " << kBegin;
+  ASSERT_NE(end, std::string::npos) << "docs/configuration.md lacks the marker " << kEnd;
   const std::string table =
-      readme.substr(begin + sizeof(kBegin) - 1, end - begin - sizeof(kBegin) + 1);
+      doc.substr(begin + sizeof(kBegin) - 1, end - begin - sizeof(kBegin) + 1);
   EXPECT_EQ(table, EnvMarkdownTable()) << "run `make readme-env` to regenerate the table";
 }
 
