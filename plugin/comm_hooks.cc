@@ -244,10 +244,10 @@ ZPP_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncE
     if (const ncclResult_t sub = zpp->AsyncError(); sub != ncclSuccess) {
       if (!state->sub_error_reported.exchange(true)) {
         ZPP_WARN(
-            "ncclCommGetAsyncError: communicator %p: one of zpp's sub-communicators failed (%d): "
+            "ncclCommGetAsyncError: communicator %p: one of zpp's sub-communicators failed (%s): "
             "reported as the communicator's asynchronous error; abort the communicator as for any "
             "NCCL error (NCCL_DEBUG=WARN and ZPP_DEBUG=INFO show the cause)",
-            static_cast<void*>(comm), static_cast<int>(sub));
+            static_cast<void*>(comm), zpp::ResultName(sub));
       }
       *asyncError = sub;
     }
@@ -282,9 +282,13 @@ ZPP_API ncclResult_t ncclGroupEnd() {
     }
     if (result != ncclSuccess) {
       ZPP_WARN(
-          "ncclGroupEnd failed (%d): the group's %zu zpp call(s) did not run; ncclGroupEnd returns "
-          "that error (NCCL_DEBUG=WARN shows NCCL's reason)",
-          static_cast<int>(result), deferred.size());
+          "ncclGroupEnd failed (%s): the group's %zu zpp call(s) did not run; ncclGroupEnd returns "
+          "that error (%s)",
+          zpp::ResultName(result), deferred.size(),
+          result == ncclInProgress
+              ? "a non-blocking member was still busy after ZPP_TIMEOUT: raise it, or wait on "
+                "ncclCommGetAsyncError before the group ends"
+              : "NCCL_DEBUG=WARN shows NCCL's reason");
       return result;
     }
     return zpp::plugin::RunDeferred(std::move(deferred));

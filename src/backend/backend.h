@@ -63,6 +63,23 @@ enum class GroupKind {
   kInterRack,  // this rank's (node-in-rack, local rank) position in every rack
 };
 
+// "world", "intra-node", ... for log lines.
+constexpr const char* GroupKindName(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kWorld:
+      return "world";
+    case GroupKind::kIntraNode:
+      return "intra-node";
+    case GroupKind::kInterNode:
+      return "inter-node";
+    case GroupKind::kIntraRack:
+      return "intra-rack";
+    case GroupKind::kInterRack:
+      return "inter-rack";
+  }
+  return "unknown";
+}
+
 // What a backend has enqueued since it was made: kernels and copies (every codec, fingerprint
 // and copy operation is one), and collectives (an all-to-all built of sends and receives is
 // one). A plan's cost in launches is the difference across its run.

@@ -211,7 +211,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   auto backend = std::make_unique<CudaNcclBackend>(nccl, comm, rank, nranks, device);
   // Before the first collective: a failure here is this rank's alone, and its peers would wait
   // in the topology exchange (a stream that cannot be created; nothing else is made here).
-  *why_not = "set-up failed (the log above says where)";
+  *why_not = "its CUDA stream or events could not be created (ZPP_DEBUG=INFO shows the call)";
   ZPP_CHECK(backend->Init());
 
   // From here on every rank runs every collective below whatever it found itself, and the ranks

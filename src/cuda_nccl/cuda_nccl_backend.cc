@@ -90,9 +90,9 @@ Result CudaNcclBackend::SplitSubCommunicators(const topology::Topology& topology
     }
     if (result != ncclSuccess && first_failure == ncclSuccess) {
       ZPP_WARN(
-          "zpp set-up: ncclCommSplit for group %d failed (%d); every rank passes this "
+          "zpp set-up: ncclCommSplit for the %s group failed (%s); every rank passes this "
           "communicator's calls to NCCL (NCCL_DEBUG=WARN shows NCCL's reason)",
-          Index(kind), static_cast<int>(result));
+          GroupKindName(kind), ResultName(result));
       first_failure = result;
     }
   }

@@ -63,8 +63,9 @@ Result DiscoverTopology(const Config& config, const config::EnvLookup& env, cons
   const Result rc = exchange.AllGather(std::as_bytes(std::span(&mine, 1)), all);
   if (rc != ncclSuccess) {
     ZPP_WARN(
-        "topology exchange failed (%s); zpp passes this communicator's calls to NCCL (run with "
-        "ZPP_DEBUG=INFO for the reason)",
+        "topology exchange failed (%s): zpp cannot plan for this communicator (under the plugin "
+        "its calls pass to NCCL; a CPU communicator fails to connect); run with ZPP_DEBUG=INFO "
+        "for the reason",
         ResultName(rc));
     return rc;
   }

@@ -6,25 +6,6 @@
 #include "log/log.h"
 
 namespace zpp::transport {
-namespace {
-
-const char* GroupName(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kWorld:
-      return "world";
-    case GroupKind::kIntraNode:
-      return "intra-node";
-    case GroupKind::kInterNode:
-      return "inter-node";
-    case GroupKind::kIntraRack:
-      return "intra-rack";
-    case GroupKind::kInterRack:
-      return "inter-rack";
-  }
-  return "?";
-}
-
-}  // namespace
 
 InProcessTransport::InProcessTransport() : deadline_(std::chrono::seconds(GetConfig().timeout)) {}
 
@@ -50,7 +31,7 @@ Result InProcessTransport::Missed(const char* collective, GroupKind kind, int ra
       "sim: rank %d: %s #%llu on its %s group: the other members did not all come within %lld "
       "ms (a rank skipped the call, or the ranks' plans differ); it fails with ncclRemoteError "
       "(raise ZPP_TIMEOUT if the ranks are only slow)",
-      rank, collective, static_cast<unsigned long long>(sequence), GroupName(kind),
+      rank, collective, static_cast<unsigned long long>(sequence), GroupKindName(kind),
       static_cast<long long>(deadline_.count()));
   return ncclRemoteError;
 }
