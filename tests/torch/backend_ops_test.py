@@ -9,6 +9,7 @@ exited 0 in time and prints what failed.
 """
 import os
 import sys
+import time
 
 RANKS = 4
 
@@ -239,6 +240,19 @@ def rank_main():
     t = torch.tensor([float(rank)])
     dist.broadcast(t, src=1, group=odd_even)
     expect(t.item() == 1.0, f"broadcast on a reordered group: {t}")
+
+    # Asynchronous, as gloo is (so DDP's buckets overlap the backward pass): rank 0's call
+    # returns while the others have not even called, and its work completes when they have.
+    if rank != 0:
+        time.sleep(1.0)
+    t = torch.full((1 << 16,), float(rank + 1))
+    start = time.monotonic()
+    work = dist.all_reduce(t, async_op=True)
+    issued = time.monotonic() - start
+    if rank == 0:
+        expect(issued < 0.5, f"all_reduce(async_op=True) blocked {issued:.2f} s for its peers")
+    expect(work.wait() and torch.equal(t, torch.full_like(t, float(sum(range(1, n + 1))))),
+           f"async all_reduce: {t[:4]}")
 
     stats = zpp_torch.stats()
     expect(sum(stats["calls"].values()) > 0, f"no engine call counted: {stats}")

@@ -1,8 +1,12 @@
 """The torch.distributed backend `zpp` (CPU tensors) over libzpp_cpu.so.
 
-Every collective zpp runs itself runs synchronously in the calling thread (ctypes releases the
-GIL) and returns a completed Work: the ranks call in the same order, as NCCL requires, and a
-failure is raised right there, naming the collective. torch 2.15 calls a Python backend's
+Every collective zpp runs itself is checked in the calling thread (a bad argument raises right
+there) and then runs on the communicator's one worker thread, in the order the calls were made,
+as NCCL runs a communicator's calls in stream order: the ranks call in the same order, so they
+meet in the same order, and the caller gets a Work that completes when its collective has (a
+failure is raised by wait(), naming the collective). Like gloo's, this lets DDP's bucket
+all-reduces overlap the rest of the backward pass (ctypes releases the GIL). Every communicator
+is drained before an optimizer step, so no collective of one step runs in the next step epoch. torch 2.15 calls a Python backend's
 all_gather_single and reduce_scatter_single (FSDP2), and older torch _allgather_base and
 _reduce_scatter_base: both names are here.
 
@@ -15,13 +19,14 @@ call's kind, dtype and op, the same on every rank.
 import collections
 import ctypes
 import functools
+import queue
+import threading
 import weakref
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
-from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo, ReduceOp
-from torch._C._distributed_c10d import _create_work_from_future
+from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo, ReduceOp, Work
 from torch.futures import Future
 
 from . import epoch
@@ -49,10 +54,81 @@ def _reason_names():
     return reason_names(epoch.libzpp())
 
 
-def _done(result):
-    future = Future()
-    future.set_result(result)
-    return _create_work_from_future(future)
+class _FutureWork(Work):
+    """A Work that completes with its Future, and whose wait() raises the collective's failure
+    (c10d's work from a future returns True from wait() whatever the future holds)."""
+
+    def __init__(self):
+        super().__init__()
+        self._future = Future()
+        self._error = None  # the collective's own exception (ZppError), for wait() to raise
+
+    def fail(self, error):
+        self._error = error
+        # get_future()'s users (DDP's reducer) see it as torch sees any failure: a RuntimeError.
+        self._future.set_exception(RuntimeError(f"{type(error).__name__}: {error}"))
+
+    def wait(self, timeout=None):
+        try:
+            self._future.wait()
+        except Exception:
+            if self._error is not None:
+                raise self._error from None  # as a synchronous call would have raised it
+            raise
+        return True
+
+    def is_completed(self):
+        return self._future.done()
+
+    def is_success(self):
+        if not self._future.done():
+            return False
+        try:
+            self._future.wait()
+        except Exception:  # noqa: BLE001 (the answer is whether it failed)
+            return False
+        return True
+
+    def get_future(self):
+        return self._future
+
+
+class _InOrderWorker:
+    """Runs a communicator's collectives one at a time, in the order they were submitted, on one
+    thread of its own; each submission's Future completes when it has run."""
+
+    def __init__(self, name):
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, run, result):
+        work = _FutureWork()
+        self._queue.put((run, result, work))
+        return work
+
+    def drain(self):
+        """Waits until everything submitted so far has run (its failures stay with its Work)."""
+        done = threading.Event()
+        self._queue.put((done.set, None, None))
+        done.wait()
+
+    def close(self):
+        self._queue.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self):
+        while (item := self._queue.get()) is not None:
+            run, result, work = item
+            try:
+                run()
+            except BaseException as error:  # noqa: BLE001 (handed to the caller's wait())
+                if work is not None:
+                    work.fail(error)
+                continue
+            if work is not None:
+                work.get_future().set_result(result)
 
 
 def _op_name(op):
@@ -136,8 +212,9 @@ class ZppBackend(_C10dBackend):
         # Collectives zpp's engine does not take (exact here), by name: what the stats cannot show.
         self._exact_calls = collections.Counter()
         self._delegated_calls = collections.Counter()
+        self._worker = _InOrderWorker(f"zpp-comm-r{rank}")
         _comms.append(self)
-        epoch.install_step_hook()
+        epoch.install_step_hook(drain=ZppBackend.drain_all)
 
     def _connect(self, store, timeout):
         # Bootstrap through the c10d store torch hands us (a prefix store per group): every rank
@@ -153,10 +230,28 @@ class ZppBackend(_C10dBackend):
               "communicator set-up")
 
     def __del__(self):
+        worker = getattr(self, "_worker", None)
+        if worker is not None:
+            worker.close()  # after what was submitted: the communicator outlives its calls
+            self._worker = None
         comm = getattr(self, "_comm", None)
         if comm is not None:
             LIB.zppCpuCommDestroy(comm)
             self._comm = None
+
+    def _submit(self, run, result):
+        """A Work that completes when `run` has run on this communicator's worker."""
+        return self._worker.submit(run, result)
+
+    def drain(self):
+        self._worker.drain()
+
+    @staticmethod
+    def drain_all():
+        """Waits for every communicator's submitted collectives (before an optimizer step)."""
+        for backend in list(ZppBackend._live):
+            if getattr(backend, "_worker", None) is not None:
+                backend.drain()
 
     # ---- what the backend is ----------------------------------------------------------------
 
@@ -232,22 +327,25 @@ class ZppBackend(_C10dBackend):
         count = source.numel()
         if dtype is None:  # gathered as bytes: exact for any dtype
             dtype, count = _NCCL_UINT8, source.numel() * source.element_size()
-        if count:
-            check(LIB.zppCpuAllGather(source.data_ptr(), target.data_ptr(), count, dtype,
-                                      self._comm), what, self._comm)
-        if target is not output:
-            output.copy_(target)
+
+        def run():
+            if count:
+                check(LIB.zppCpuAllGather(source.data_ptr(), target.data_ptr(), count, dtype,
+                                          self._comm), what, self._comm)
+            if target is not output:
+                output.copy_(target)
+
+        return run
 
     def all_gather_single(self, output, input_, opts=None):
-        self._all_gather_flat(output, input_, "all_gather_single")
-        return _done([output])
+        return self._submit(self._all_gather_flat(output, input_, "all_gather_single"), [output])
 
     _allgather_base = all_gather_single
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
-        for output, input_ in zip(outputs, inputs, strict=True):
-            self._all_gather_flat(output, input_, "allgather_into_tensor_coalesced")
-        return _done(outputs)
+        runs = [self._all_gather_flat(output, input_, "allgather_into_tensor_coalesced")
+                for output, input_ in zip(outputs, inputs, strict=True)]
+        return self._submit(lambda: [run() for run in runs], outputs)
 
     all_gather_single_coalesced = allgather_into_tensor_coalesced
 
@@ -263,14 +361,18 @@ class ZppBackend(_C10dBackend):
                 raise ValueError("zpp backend: allgather: every output must have the input's "
                                  "shape and dtype")
         flat = torch.empty((self._size,) + tuple(input_.shape), dtype=input_.dtype)
-        self._all_gather_flat(flat, input_, "allgather")
-        for output, piece in zip(outputs, flat):
-            output.copy_(piece)
-        return _done(output_lists)
+        gather = self._all_gather_flat(flat, input_, "allgather")
+
+        def run():
+            gather()
+            for output, piece in zip(outputs, flat):
+                output.copy_(piece)
+
+        return self._submit(run, output_lists)
 
     def _reduce_scatter_flat(self, output, input_, opts, what):
-        """Returns the Work of the inner gloo group for a form zpp does not reduce, else None
-        (done here)."""
+        """What completes this reduce-scatter on the worker: the engine's call, or for a form zpp
+        does not reduce, the wait for the inner gloo group's."""
         _check_cpu(what, output, input_)
         if output.dtype != input_.dtype:
             raise TypeError(f"zpp backend: {what} of {input_.dtype} into {output.dtype} is not "
@@ -281,32 +383,34 @@ class ZppBackend(_C10dBackend):
         op = opts.reduceOp
         kind = op.op if hasattr(op, "op") else op
         if not _engine_reduces(input_.dtype, kind):
-            # Integers, min/max/product: exact on gloo.
+            # Integers, min/max/product: exact on gloo, issued now, from the caller's thread, so
+            # that the inner group sees its calls in the program's order on every rank; the
+            # worker only waits for it.
             self._delegated_calls["reduce_scatter"] += 1
-            return self._gloo._reduce_scatter_base(output, input_, opts)
+            return self._gloo._reduce_scatter_base(output, input_, opts).wait
         zpp_op, premul = _zpp_op(op, kind)
         source, target = input_.contiguous(), _contiguous_target(output)
-        if output.numel():
-            check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(), output.numel(),
-                                          _NCCL_DTYPES[source.dtype], zpp_op, premul,
-                                          self._comm), what, self._comm)
-        if target is not output:
-            output.copy_(target)
-        return None
+
+        def run():
+            if output.numel():
+                check(LIB.zppCpuReduceScatter(source.data_ptr(), target.data_ptr(),
+                                              output.numel(), _NCCL_DTYPES[source.dtype], zpp_op,
+                                              premul, self._comm), what, self._comm)
+            if target is not output:
+                output.copy_(target)
+
+        return run
 
     def reduce_scatter_single(self, output, input_, opts):
-        work = self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_single")
-        return work if work is not None else _done([output])
+        return self._submit(
+            self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_single"), [output])
 
     _reduce_scatter_base = reduce_scatter_single
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
-        for output, input_ in zip(outputs, inputs, strict=True):
-            work = self._reduce_scatter_flat(output, input_, opts,
-                                             "reduce_scatter_tensor_coalesced")
-            if work is not None:
-                work.wait()
-        return _done(outputs)
+        runs = [self._reduce_scatter_flat(output, input_, opts, "reduce_scatter_tensor_coalesced")
+                for output, input_ in zip(outputs, inputs, strict=True)]
+        return self._submit(lambda: [run() for run in runs], outputs)
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
@@ -317,10 +421,8 @@ class ZppBackend(_C10dBackend):
             raise ValueError(f"zpp backend: reduce_scatter: {len(input_lists[0])} inputs for "
                              f"{self._size} ranks")
         flat = torch.cat([t.reshape(-1) for t in input_lists[0]])
-        work = self._reduce_scatter_flat(outputs[0], flat, opts, "reduce_scatter")
-        if work is not None:
-            work.wait()  # `flat` must outlive gloo's use of it
-        return _done(outputs)
+        return self._submit(self._reduce_scatter_flat(outputs[0], flat, opts, "reduce_scatter"),
+                            outputs)
 
     # ---- exact ------------------------------------------------------------------------------
 
@@ -334,10 +436,10 @@ class ZppBackend(_C10dBackend):
                                            self._comm), what, self._comm)
         return gathered
 
-    def _reduce(self, pieces, op, what):
-        """Reduces the rank-ordered pieces the same way on every rank."""
+    @staticmethod
+    def _check_reducible(dtype, op, what):
+        """Raises in the caller's thread for an op the exact path cannot apply to `dtype`."""
         name = _op_name(op)
-        dtype = pieces.dtype
         floating = dtype.is_floating_point or dtype.is_complex
         integral = not floating and dtype != torch.bool
         kind = op.op if hasattr(op, "op") else op
@@ -355,6 +457,13 @@ class ZppBackend(_C10dBackend):
         }
         if not supported.get(kind, False):
             raise TypeError(f"zpp backend: {what} with {name} on {dtype} is not supported")
+
+    def _reduce(self, pieces, op, what):
+        """Reduces the rank-ordered pieces the same way on every rank."""
+        dtype = pieces.dtype
+        self._check_reducible(dtype, op, what)
+        kind = op.op if hasattr(op, "op") else op
+        types = ReduceOp.RedOpType
         rows = list(pieces)
         if kind == types.PREMUL_SUM:
             factor = _premul_factor(op)
@@ -376,14 +485,19 @@ class ZppBackend(_C10dBackend):
         the engine's stats. Other ops and dtypes are exact here, counted under exact_ops."""
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         kind = op.op if hasattr(op, "op") else op
+        runs = []
         for tensor in tensors:
             _check_cpu("allreduce", tensor)
             if _engine_reduces(tensor.dtype, kind):
-                self._engine_all_reduce(tensor, op, kind)
+                runs.append(functools.partial(self._engine_all_reduce, tensor, op, kind))
                 continue
-            self._exact_calls["all_reduce"] += 1
-            tensor.copy_(self._reduce(self._gather_all(tensor, "allreduce"), op, "allreduce"))
-        return _done(tensors)
+            self._exact_calls["all_reduce"] += 1  # a refused one too
+            self._check_reducible(tensor.dtype, op, "allreduce")
+            runs.append(functools.partial(self._exact_all_reduce, tensor, op))
+        return self._submit(lambda: [run() for run in runs], tensors)
+
+    def _exact_all_reduce(self, tensor, op):
+        tensor.copy_(self._reduce(self._gather_all(tensor, "allreduce"), op, "allreduce"))
 
     def _engine_all_reduce(self, tensor, op, kind):
         zpp_op, premul = _zpp_op(op, kind)
@@ -404,19 +518,27 @@ class ZppBackend(_C10dBackend):
         self._exact_calls["broadcast"] += 1
         for tensor in tensors:
             _check_cpu("broadcast", tensor)
-            buffer = tensor.contiguous()
-            nbytes = buffer.numel() * buffer.element_size()
-            if nbytes:
-                check(LIB.zppCpuBroadcastBytes(buffer.data_ptr(), nbytes, opts.rootRank,
-                                               self._comm), "broadcast", self._comm)
-            if buffer is not tensor:
-                tensor.copy_(buffer)
-        return _done(tensors)
+        root = opts.rootRank
+
+        def run():
+            for tensor in tensors:
+                buffer = tensor.contiguous()
+                nbytes = buffer.numel() * buffer.element_size()
+                if nbytes:
+                    check(LIB.zppCpuBroadcastBytes(buffer.data_ptr(), nbytes, root, self._comm),
+                          "broadcast", self._comm)
+                if buffer is not tensor:
+                    tensor.copy_(buffer)
+
+        return self._submit(run, tensors)
 
     def barrier(self, opts=None):
         self._exact_calls["barrier"] += 1
-        self._gather_all(torch.zeros(1, dtype=torch.uint8), "barrier")
-        return _done([])
+        # Waited for here, as gloo's barrier is by every caller: the ranks leave together.
+        work = self._submit(
+            lambda: self._gather_all(torch.zeros(1, dtype=torch.uint8), "barrier"), [])
+        work.wait()
+        return work
 
     # ---- on the inner gloo group ------------------------------------------------------------
     # Same arguments as torch hands them over; gloo raises its own errors for what it cannot do.

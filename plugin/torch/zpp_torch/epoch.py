@@ -45,15 +45,20 @@ def current():
     return epoch.value
 
 
-def install_step_hook():
+def install_step_hook(drain=None):
     """The epoch hook (unless zpp-run's advances the epoch already), then the step's end for
     ZPP_PROGRESS: hooks run in the order they were registered, so the epoch has advanced by then
-    whichever hook advanced it."""
+    whichever hook advanced it. `drain`, before every step: the backend's collectives run on
+    worker threads, and each must run in the epoch of the step that issued it."""
     global _installed
     if _installed:
         return
     _installed = True
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                       register_optimizer_step_pre_hook)
+
+    if drain is not None:
+        register_optimizer_step_pre_hook(lambda *_args, **_kwargs: drain())
 
     zpp_run = sys.modules.get("sitecustomize")
     if _preloaded_libzpp() is None or getattr(zpp_run, "_zpp", None) is None:
