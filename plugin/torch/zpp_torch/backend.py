@@ -16,6 +16,7 @@ the LD_PRELOAD plugin passes every other NCCL call to NCCL: a script that ran on
 whole on `zpp` (checkpointing, split_group, batch_isend_irecv). The choice depends only on the
 call's kind, dtype and op, the same on every rank.
 """
+import atexit
 import collections
 import ctypes
 import functools
@@ -47,6 +48,15 @@ _REDUCE_SCATTER_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _ZPP_SUM, _ZPP_AVG, _ZPP_PREMUL_SUM = 0, 1, 2
 
 _comms = []  # every live backend, for stats()
+
+
+@atexit.register
+def _close_all():
+    """At exit, before the interpreter's finalization, while the workers can still run: each
+    stops after what was submitted to it, then its communicator is destroyed. (Left to
+    finalization, a worker thread is stopped where it stands.)"""
+    for backend in list(_comms):
+        backend._close()
 
 
 @functools.cache
@@ -230,6 +240,9 @@ class ZppBackend(_C10dBackend):
               "communicator set-up")
 
     def __del__(self):
+        self._close()
+
+    def _close(self):
         worker = getattr(self, "_worker", None)
         if worker is not None:
             worker.close()  # after what was submitted: the communicator outlives its calls
