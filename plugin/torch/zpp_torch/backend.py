@@ -6,9 +6,9 @@ as NCCL runs a communicator's calls in stream order: the ranks call in the same 
 meet in the same order, and the caller gets a Work that completes when its collective has (a
 failure is raised by wait(), naming the collective). Like gloo's, this lets DDP's bucket
 all-reduces overlap the rest of the backward pass (ctypes releases the GIL). Every communicator
-is drained before an optimizer step, so no collective of one step runs in the next step epoch. torch 2.15 calls a Python backend's
-all_gather_single and reduce_scatter_single (FSDP2), and older torch _allgather_base and
-_reduce_scatter_base: both names are here.
+is drained before an optimizer step, so no collective of one step runs in the next step epoch.
+torch 2.15 calls a Python backend's all_gather_single and reduce_scatter_single (FSDP2), and
+older torch _allgather_base and _reduce_scatter_base: both names are here.
 
 What zpp does not run (gather, scatter, reduce, all-to-all, point-to-point, reduce-scatters of
 integers or with min/max/product) goes to an inner gloo process group over the same ranks, as
@@ -47,7 +47,7 @@ _REDUCE_SCATTER_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # zppCpuRedOp_t
 _ZPP_SUM, _ZPP_AVG, _ZPP_PREMUL_SUM = 0, 1, 2
 
-_comms = []  # every live backend, for stats()
+_comms = []  # every backend made: kept to the end of the process, and closed at exit
 
 
 @atexit.register
@@ -89,15 +89,6 @@ class _FutureWork(Work):
 
     def is_completed(self):
         return self._future.done()
-
-    def is_success(self):
-        if not self._future.done():
-            return False
-        try:
-            self._future.wait()
-        except Exception:  # noqa: BLE001 (the answer is whether it failed)
-            return False
-        return True
 
     def get_future(self):
         return self._future
