@@ -184,8 +184,8 @@ Result DequantizeReduceRequantizeFeedbackBatch(
 namespace detail {
 bool LoadDequantizeReduceRequantizeKernels() {
   bool ok = true;
-  for (int bits : {2, 4, 8}) {
-    for (int out_bits : {2, 4, 8}) {
+  for (int bits : {2, 3, 4, 8}) {
+    for (int out_bits : {2, 3, 4, 8}) {
       WithBits(bits, [&](auto b) {
         WithBits(out_bits, [&](auto o) {
           constexpr int kBits = decltype(b)::value;

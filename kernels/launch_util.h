@@ -93,6 +93,8 @@ void WithBits(int bits, Body&& body) {
     body(BitsTag<8>{});
   } else if (bits == 4) {
     body(BitsTag<4>{});
+  } else if (bits == 3) {
+    body(BitsTag<3>{});
   } else {
     body(BitsTag<2>{});
   }
@@ -111,7 +113,7 @@ void WithBool(bool value, Body&& body) {
 template <typename Body>
 void ForEveryDtypeAndBits(Body&& body) {
   for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    for (int bits : {2, 4, 8}) {
+    for (int bits : {2, 3, 4, 8}) {
       WithDtype(dtype, [&](auto d) { WithBits(bits, [&](auto b) { body(d, b); }); });
     }
   }

@@ -550,6 +550,17 @@ mutant int2-sign-extends src/codec/math/block_math.h \
   'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>((pair & 0x3u) ^ 2u) - 2; }' \
   'ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>(pair & 0x3u); }' \
   "zpp_codec_tests=FormatTest.*:AccuracyTest.*Int2*"
+# Issue 26: 3-bit gradients and deltas (int3) are read back as written, sign included, and their
+# payload holds whole groups of three bytes (cut at ceil(3 x count / 8), an encoder's last group
+# would overrun the piece).
+mutant int3-sign-extends src/codec/math/block_math.h \
+  'ZPP_HD int SignExtendInt3(uint32_t triple) { return static_cast<int>((triple & 0x7u) ^ 4u) - 4; }' \
+  'ZPP_HD int SignExtendInt3(uint32_t triple) { return static_cast<int>(triple & 0x7u); }' \
+  "zpp_codec_tests=FormatTest.*:AccuracyTest.*Int3*"
+mutant int3-whole-groups include/zpp/format.h \
+  '  if (bits == 3) return zppRoundUp16(3u * ((count + 7u) / 8u));' \
+  '  if (bits == 3) return zppRoundUp16((3u * count + 7u) / 8u);' \
+  "zpp_codec_tests=FormatTest.*"
 # Issue 26, item 1: qwZ deltas. A receiver checks the sender's reference before applying (a
 # reference that drifted is loud); the sender's reference is the bits everyone applied, never its
 # exact weights (sender and receiver arithmetic the same); a missing or fresh reference means a

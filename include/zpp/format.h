@@ -1,9 +1,9 @@
 /* zpp's wire format: the bytes of one quantized piece, as qwZ gathers them and qgZ exchanges them.
  *
  * A piece holds `count` elements of a tensor (fp32, fp16 or bf16) quantized symmetrically to int8,
- * int4 or int2 with one fp32 scale per block of `block` consecutive elements. `block` is a power of
- * two from 32 to 4096; the last block is shorter when `count` is not a multiple of it (tail block).
- * Offsets below are from the piece's first byte, which must be 16-byte aligned:
+ * int4, int3 or int2 with one fp32 scale per block of `block` consecutive elements. `block` is a
+ * power of two from 32 to 4096; the last block is shorter when `count` is not a multiple of it
+ * (tail block). Offsets below are from the piece's first byte, which must be 16-byte aligned:
  *
  *   [0, S)      the scales: blocks = ceil(count / block) IEEE fp32 values, little-endian, the
  *               scale of block b at byte 4*b; then zero bytes up to S = round_up(4 * blocks, 16).
@@ -11,13 +11,18 @@
  *               int8: one byte per element, two's complement, -127..127 (-128 is never written);
  *               int4: two elements per byte, element 2i in the low nibble and 2i+1 in the high
  *               nibble, two's complement, -7..7 (-8 is never written);
+ *               int3: eight elements per three bytes, element 8i + j in bits 3j..3j+2 of the
+ *               little-endian 24-bit word at bytes 3i..3i+2, two's complement, -3..3 (-4 is
+ *               never written); whole groups of eight (the last one's empty places 0), so the
+ *               payload is 3 * ceil(count / 8) bytes before its padding;
  *               int2: four elements per byte, element 4i + j in bits 2j and 2j+1 (j = 0..3),
  *               two's complement, -1..1 (-2 is never written: a symmetric grid of three
  *               levels, meant for gradients whose rounding error is fed back, ZPP_QGZ_EF);
  *               then zero bytes up to P = round_up(payload bytes, 16).
  *
  * Both regions are multiples of 16 bytes, so pieces laid end to end (a gather's output) all stay
- * 16-byte aligned, every block's payload starts 16-byte aligned (8-byte for int2 blocks of 32),
+ * 16-byte aligned, every block's payload starts 16-byte aligned (8-byte for int2 blocks of 32;
+ * int3: 16-byte from blocks of 128, 8 for 64, 4 for 32),
  * and the device reads and writes them with vectors. Every byte of a piece, padding included, is a
  * function of the input: two encoders of the same tensor write the same bytes (hpZ fingerprints
  * rely on it). The piece carries no header: bits, block and the rotation flag are agreed by all
@@ -30,7 +35,7 @@
  *     infinity. The whole block decodes to NaN (the canonical quiet NaN of the output dtype:
  *     0x7FC00000, 0x7E00, 0x7FC0). A non-finite input never turns into finite values, and a NaN
  *     or Inf in one block leaves the other blocks untouched.
- *   - otherwise scale = max(amax / qmax, 2^-149) (qmax 127, 7 or 1, amax the block's largest |x|
+ *   - otherwise scale = max(amax / qmax, 2^-149) (qmax 127, 7, 3 or 1, amax the block's largest |x|
  *     after the rotation) and q = x / scale rounded to nearest even (or stochastically, which
  *     rounds up with probability equal to the fraction), clamped to +-qmax. x / scale is taken
  *     as (x * p) * fp32(1 / (scale * p)), one division per block and none per element, with
@@ -67,6 +72,7 @@
 #define ZPP_ROTATION_POINTS 32
 #define ZPP_INT8_QMAX 127
 #define ZPP_INT4_QMAX 7
+#define ZPP_INT3_QMAX 3
 #define ZPP_INT2_QMAX 1
 /* The bit pattern of a scale that marks a non-finite block. */
 #define ZPP_NONFINITE_SCALE_BITS 0x7FC00000u
@@ -77,10 +83,15 @@ extern "C" {
 
 ZPP_FORMAT_FN uint64_t zppRoundUp16(uint64_t bytes) { return (bytes + 15u) & ~(uint64_t)15u; }
 
+/* 1 for the bit widths a piece can have (8, 4, 3, 2), else 0. */
+ZPP_FORMAT_FN int zppBitsValid(int bits) {
+  return bits == 8 || bits == 4 || bits == 3 || bits == 2;
+}
+
 /* 1 when a piece of this dtype, bit width and block size can be encoded, else 0. */
 ZPP_FORMAT_FN int zppFormatValid(ncclDataType_t dtype, int bits, int block) {
   const int dtype_ok = dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;
-  const int bits_ok = bits == 8 || bits == 4 || bits == 2;
+  const int bits_ok = zppBitsValid(bits);
   const int block_ok =
       block >= ZPP_BLOCK_MIN && block <= ZPP_BLOCK_MAX && (block & (block - 1)) == 0;
   return dtype_ok && bits_ok && block_ok;
@@ -98,6 +109,7 @@ ZPP_FORMAT_FN uint64_t zppPieceScaleBytes(uint64_t count, int block) {
 
 /* Bytes of the payload region, padding included. */
 ZPP_FORMAT_FN uint64_t zppPiecePayloadBytes(uint64_t count, int bits) {
+  if (bits == 3) return zppRoundUp16(3u * ((count + 7u) / 8u));
   const uint64_t per_byte = bits == 2 ? 4u : (bits == 4 ? 2u : 1u);
   return zppRoundUp16((count + per_byte - 1u) / per_byte);
 }

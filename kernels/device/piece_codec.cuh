@@ -47,7 +47,11 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
   amax_bits = GroupMax(amax_bits, geometry.block / kChunk, warp_max);
   if (first >= geometry.count) return;
 
-  constexpr int kQMax = kBits == 2 ? ZPP_INT2_QMAX : (kBits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX);
+  static_assert(kChunk == 8, "int3 packs one chunk into one group of eight (format.h)");
+  constexpr int kQMax = kBits == 2   ? ZPP_INT2_QMAX
+                        : kBits == 3 ? ZPP_INT3_QMAX
+                        : kBits == 4 ? ZPP_INT4_QMAX
+                                     : ZPP_INT8_QMAX;
   const float scale = BlockScale(amax_bits, kQMax);
   const uint64_t block_index = first >> geometry.block_shift;
   const uint32_t in_block =
@@ -77,6 +81,14 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
     }
     *reinterpret_cast<uint2*>(payload + first) = make_uint2(words[0], words[1]);
     chunk_end = first + kChunk;
+  } else if constexpr (kBits == 3) {
+    // Three bytes at 3 * (first / 8): only byte-aligned, so three byte stores.
+    const uint32_t word = PackInt3Group(q);
+    uint8_t* group = payload + 3 * (first / kChunk);
+    group[0] = static_cast<uint8_t>(word);
+    group[1] = static_cast<uint8_t>(word >> 8);
+    group[2] = static_cast<uint8_t>(word >> 16);
+    chunk_end = 3 * (first / kChunk) + 3;
   } else if constexpr (kBits == 2) {
     const uint32_t half =
         PackInt2Quad(q[0], q[1], q[2], q[3]) | (PackInt2Quad(q[4], q[5], q[6], q[7]) << 8);
@@ -108,6 +120,14 @@ __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeo
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       values[i] = DequantizeValue(SignExtendInt8(words[i / 4] >> (8 * (i % 4))), scale);
+    }
+  } else if constexpr (kBits == 3) {
+    const uint8_t* group = payload + 3 * (first / kChunk);
+    const uint32_t word = static_cast<uint32_t>(group[0]) | (static_cast<uint32_t>(group[1]) << 8) |
+                          (static_cast<uint32_t>(group[2]) << 16);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      values[i] = DequantizeValue(SignExtendInt3(word >> (3 * i)), scale);
     }
   } else if constexpr (kBits == 2) {
     const uint32_t half = *reinterpret_cast<const uint16_t*>(payload + first / 4);

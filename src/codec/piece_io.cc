@@ -36,6 +36,16 @@ void WriteQuantized(std::byte* piece, const PieceLayout& layout, int bits, uint6
     for (size_t i = 0; i < n; ++i) payload[first + i] = static_cast<std::byte>(q[i] & 0xFF);
     return;
   }
+  if (bits == 3) {
+    std::byte* group = payload + 3 * (first / 8);  // first is a multiple of 8
+    for (size_t i = 0; i < n; i += 8, group += 3) {
+      int eight[8];
+      for (size_t j = 0; j < 8; ++j) eight[j] = i + j < n ? q[i + j] : 0;
+      const uint32_t word = PackInt3Group(eight);
+      for (int b = 0; b < 3; ++b) group[b] = static_cast<std::byte>((word >> (8 * b)) & 0xFFu);
+    }
+    return;
+  }
   if (bits == 2) {
     for (size_t i = 0; i < n; i += 4) {
       const auto at = [&](size_t j) { return i + j < n ? q[i + j] : 0; };
@@ -54,6 +64,17 @@ void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, 
   const std::byte* payload = piece + layout.scale_bytes;
   if (bits == 8) {
     for (size_t i = 0; i < n; ++i) q[i] = SignExtendInt8(static_cast<uint32_t>(payload[first + i]));
+    return;
+  }
+  if (bits == 3) {
+    const std::byte* groups = payload + 3 * (first / 8);  // first is a multiple of 8
+    for (size_t i = 0; i < n; ++i) {
+      const std::byte* group = groups + 3 * (i / 8);
+      const uint32_t word = static_cast<uint32_t>(group[0]) |
+                            (static_cast<uint32_t>(group[1]) << 8) |
+                            (static_cast<uint32_t>(group[2]) << 16);
+      q[i] = SignExtendInt3(word >> (3 * (i % 8)));
+    }
     return;
   }
   if (bits == 2) {
@@ -77,7 +98,8 @@ void ZeroPadding(std::byte* piece, const PieceLayout& layout, int bits) {
   const uint64_t scales_end = 4 * layout.blocks;
   std::memset(piece + scales_end, 0, layout.scale_bytes - scales_end);
   const uint64_t per_byte = bits == 2 ? 4 : (bits == 4 ? 2 : 1);
-  const uint64_t payload_end = (layout.count + per_byte - 1) / per_byte;
+  const uint64_t payload_end =
+      bits == 3 ? 3 * ((layout.count + 7) / 8) : (layout.count + per_byte - 1) / per_byte;
   std::memset(piece + layout.scale_bytes + payload_end, 0, layout.payload_bytes - payload_end);
 }
 

@@ -10,8 +10,8 @@ Result CheckFormat(const char* api, ncclDataType_t dtype, const Format& format) 
   ZPP_CHECK_ARG(dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16,
                 "%s: dtype %d is not fp32, fp16 or bf16" ZPP_BUG_REPORT, api,
                 static_cast<int>(dtype));
-  ZPP_CHECK_ARG(format.bits == 8 || format.bits == 4 || format.bits == 2,
-                "%s: bits %d is not 8, 4 or 2" ZPP_BUG_REPORT, api, format.bits);
+  ZPP_CHECK_ARG(zppBitsValid(format.bits), "%s: bits %d is not 8, 4, 3 or 2" ZPP_BUG_REPORT, api,
+                format.bits);
   ZPP_CHECK_ARG(zppFormatValid(dtype, format.bits, format.block),
                 "%s: block %d is not a power of two from %d to %d" ZPP_BUG_REPORT, api,
                 format.block, ZPP_BLOCK_MIN, ZPP_BLOCK_MAX);

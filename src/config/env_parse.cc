@@ -12,6 +12,7 @@
 #include "config/rack_token.h"
 #include "log/check.h"
 #include "log/subsys.h"
+#include "zpp/format.h"
 
 namespace zpp::config {
 namespace {
@@ -143,7 +144,7 @@ std::optional<int64_t> ParseNumber(const EnvSpec& spec, std::string_view s, std:
   }
   if (!value) return std::nullopt;
   if (spec.kind == Kind::kBits &&
-      ((*value != 2 && *value != 4 && *value != 8) || *value < spec.min || *value > spec.max)) {
+      (!zppBitsValid(static_cast<int>(*value)) || *value < spec.min || *value > spec.max)) {
     *why = "is not " + BitWidths(spec, " or ");
     return std::nullopt;
   }

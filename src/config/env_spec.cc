@@ -28,7 +28,7 @@ const EnvSpec* FindEnvSpec(std::string_view name) {
 
 std::string BitWidths(const EnvSpec& spec, std::string_view last) {
   std::vector<std::string> widths;
-  for (int64_t bits : {2, 4, 8}) {
+  for (int64_t bits : {2, 3, 4, 8}) {  // format.h's widths (zppBitsValid)
     if (bits >= spec.min && bits <= spec.max) widths.push_back(std::to_string(bits));
   }
   std::string text;

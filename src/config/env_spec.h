@@ -11,7 +11,7 @@ namespace zpp::config {
 enum class Kind {
   kBool,         // 0/1, true/false, yes/no, on/off (any case)
   kInt,          // decimal integer within [min, max]
-  kBits,         // 2, 4 or 8 within [min, max]
+  kBits,         // 2, 3, 4 or 8 within [min, max]
   kPow2,         // power of two within [min, max]
   kBytes,        // integer with an optional K, M or G suffix (powers of 1024), within [min, max]
   kLevel,        // NONE, WARN, INFO, TRACE (any case), stored 0..3
@@ -43,7 +43,7 @@ const EnvSpec* FindEnvSpec(std::string_view name);
 std::string_view KindName(Kind kind);
 
 // The widths a kBits variable takes within its range, joined by `last` before the last one:
-// "4 or 8", "2, 4 or 8" (last " or "); "4, 8" (last ", ").
+// "4 or 8", "2, 3, 4 or 8" (last " or "); "4, 8" (last ", ").
 std::string BitWidths(const EnvSpec& spec, std::string_view last);
 
 }  // namespace zpp::config

@@ -6,12 +6,12 @@
 namespace zpp::step {
 namespace {
 
-// two_ok: 2 bits is a width here (qgZ's inter-node stage, qwZ deltas).
-bool ParseBits(std::string_view text, int* bits, bool two_ok = false) {
+// narrow_ok: 2 and 3 bits are widths here (qgZ's inter-node stage, qwZ deltas).
+bool ParseBits(std::string_view text, int* bits, bool narrow_ok = false) {
   int value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return false;
-  if (value != 4 && value != 8 && !(two_ok && value == 2)) return false;
+  if (value != 4 && value != 8 && !(narrow_ok && (value == 2 || value == 3))) return false;
   *bits = value;
   return true;
 }
@@ -107,6 +107,8 @@ bool TouchesAllReduce(const plan::Settings& s) { return s.qar; }
 std::vector<std::string> StatefulStepModes() {
   return {"qwz8+hpz+delta4+qgz8/4",
           "qwz8+hpz+delta4+qgz8/2+ef",
+          "qwz8+hpz+delta4+qgz8/3+ef",
+          "qwz8+hpz+delta3+qgz8/4+ef",
           "qwz8+hpz+delta2+qgz8/2+ef",
           "qwz4+hpz+qgz4/4+ef",
           "qgz8/2",

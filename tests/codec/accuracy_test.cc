@@ -15,7 +15,7 @@ namespace {
 constexpr size_t kMillion = size_t{1} << 20;
 constexpr ncclDataType_t kDtypes[] = {ncclFloat32, ncclFloat16, ncclBfloat16};
 
-int QMaxOf(int bits) { return bits == 2 ? 1 : (bits == 4 ? 7 : 127); }
+int QMaxOf(int bits) { return bits == 2 ? 1 : (bits == 3 ? 3 : (bits == 4 ? 7 : 127)); }
 
 // |x - dq(q(x))| <= amax / (2 qmax), widened by the fp32 rounding of the scale and of q * scale
 // and by the output dtype's rounding (plus one fp32 denormal step for denormal scales).
@@ -75,7 +75,8 @@ TEST_P(ElementBoundTest, RotatedDomainWithinHalfAStep) {
     }
   }
   // And back in the input's domain the error is of the same size (H32 / sqrt(32) is orthogonal).
-  EXPECT_LT(RelativeL2(input.Values(), trip.output), bits == 8 ? 0.02 : (bits == 4 ? 0.25 : 0.9));
+  EXPECT_LT(RelativeL2(input.Values(), trip.output),
+            bits == 8 ? 0.02 : (bits == 4 ? 0.25 : (bits == 3 ? 0.5 : 0.9)));
 }
 
 // A piece that ends inside a 32-run: its tail block is unrotated whole, so it is as accurate as
@@ -100,7 +101,7 @@ TEST(RotationTailTest, ATailBlockEndingInsideARunIsAsAccurateAsUnrotated) {
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, ElementBoundTest,
                          ::testing::Combine(::testing::ValuesIn(kDtypes),
-                                            ::testing::Values(8, 4, 2),
+                                            ::testing::Values(8, 4, 3, 2),
                                             ::testing::Values(32, 256, 4096)),
                          [](const auto& param_info) {
                            return std::string(DtypeName(std::get<0>(param_info.param))) + "_int" +
@@ -125,6 +126,17 @@ TEST(AccuracyTest, GaussianInt4Block32Within10_5Percent) {
   for (const ncclDataType_t dtype : kDtypes) {
     const double error = GaussianError(dtype, 4, 32);
     EXPECT_LE(error, 0.105) << DtypeName(dtype);
+    RecordProperty(std::string("rel_l2_") + DtypeName(dtype), std::to_string(error));
+  }
+}
+
+// Seven levels per block (-3..3 times amax / 3): about 0.226 relative L2 on Gaussian blocks of
+// 32 by a direct computation (numpy, 2^20 values), between int4's 0.097 and int2's 0.657.
+TEST(AccuracyTest, GaussianInt3Block32Within24Percent) {
+  for (const ncclDataType_t dtype : kDtypes) {
+    const double error = GaussianError(dtype, 3, 32);
+    EXPECT_LE(error, 0.24) << DtypeName(dtype);
+    EXPECT_GE(error, 0.21) << DtypeName(dtype);
     RecordProperty(std::string("rel_l2_") + DtypeName(dtype), std::to_string(error));
   }
 }

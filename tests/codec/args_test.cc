@@ -51,7 +51,7 @@ TEST_F(ArgsTest, QuantizeRejectsBadFormatsTensorsAndPieces) {
   const auto quantize = [&](const Format& format) {
     return Quantize(input.View(), format, {}, piece.Span());
   };
-  ExpectRejected(quantize({5, 256, false}), "bits 5 is not 8, 4 or 2");
+  ExpectRejected(quantize({5, 256, false}), "bits 5 is not 8, 4, 3 or 2");
   ExpectRejected(quantize({8, 48, false}), "block 48 is not a power of two from 32 to 4096");
   ExpectRejected(quantize({8, 16, false}), "block 16");
   ExpectRejected(quantize({4, 8192, false}), "block 8192");

@@ -21,7 +21,7 @@ double Tolerance(ncclDataType_t dtype, double value, double run_max, bool rotate
 
 TEST(DequantizeTest, DecodesTheFormatForEveryDtypeAndFormat) {
   for (const ncclDataType_t dtype : kDtypes) {
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       for (const bool rotate : {false, true}) {
         const Format format{bits, 128, rotate};
         const HostTensor input = TensorOf(ncclFloat32, StudentT4(1000, 18));

@@ -14,7 +14,7 @@ namespace {
 constexpr ncclDataType_t kDtypes[] = {ncclFloat32, ncclFloat16, ncclBfloat16};
 
 TEST(EdgeCaseTest, CountZeroTouchesNothing) {
-  for (const int bits : {8, 4, 2}) {
+  for (const int bits : {8, 4, 3, 2}) {
     const Format format{bits, 256, true};
     EXPECT_EQ(PieceBytes(0, ncclFloat32, format), 0u);
     EXPECT_EQ(Quantize({nullptr, ncclBfloat16, 0}, format, {}, {}), ncclSuccess);
@@ -29,7 +29,7 @@ TEST(EdgeCaseTest, CountZeroTouchesNothing) {
 
 TEST(EdgeCaseTest, CountOneRoundTrips) {
   for (const ncclDataType_t dtype : kDtypes) {
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       for (const double value : {1.0, -3.25, 1e-3, 1000.0}) {
         const HostTensor input = TensorOf(dtype, std::vector<double>{value});
         const RoundTrip trip = QuantizeAndBack(input, {bits, 32, true}, {}, dtype);
@@ -93,7 +93,7 @@ TEST(EdgeCaseTest, UnalignedOffsetsGiveTheSameBytes) {
 
 TEST(EdgeCaseTest, AllZeroBlockHasScaleZeroAndDecodesToZero) {
   for (const ncclDataType_t dtype : kDtypes) {
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       std::vector<double> values = Gaussian(3 * 32, 7);
       for (size_t i = 32; i < 64; ++i) values[i] = (i % 2 == 0) ? 0.0 : -0.0;
       const HostTensor input = TensorOf(dtype, values);
@@ -120,12 +120,12 @@ TEST(EdgeCaseTest, DenormalsKeepTheirMagnitude) {
   for (const auto& c : cases) {
     std::vector<double> values = Uniform(256, -c.magnitude, c.magnitude, 8);
     const HostTensor input = TensorOf(c.dtype, values);
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       const RoundTrip trip = QuantizeAndBack(input, {bits, 256, false}, {}, c.dtype);
       double amax = 0;
       for (size_t i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(input.Get(i)));
       ASSERT_GT(amax, 0.0);
-      const double qmax = bits == 2 ? 1 : (bits == 4 ? 7 : 127);
+      const double qmax = bits == 2 ? 1 : (bits == 3 ? 3 : (bits == 4 ? 7 : 127));
       bool any_nonzero = false;
       for (size_t i = 0; i < 256; ++i) {
         // Half a step, widened by the scale's own denormal rounding (up to 2^-150 per step
@@ -142,14 +142,14 @@ TEST(EdgeCaseTest, DenormalsKeepTheirMagnitude) {
 }
 
 // A block of the smallest fp32 denormals has amax / qmax below 2^-149: the scale floor 2^-149
-// makes every value an exact multiple, so the block round-trips exactly (int8 and int4; int2's
-// qmax 1 puts amax itself on the grid, not 1 and 2 x 2^-149).
+// makes every value an exact multiple, so the block round-trips exactly (int8, int4 and int3,
+// whose amax / 3 is 2^-149 itself; int2's qmax 1 puts amax on the grid, not 1 and 2 x 2^-149).
 TEST(EdgeCaseTest, TinyDenormalBlockRoundTripsExactly) {
   HostTensor input(ncclFloat32, 32);
   for (size_t i = 0; i < 32; ++i) {
     input.SetBits(i, static_cast<uint32_t>(i % 4) | (i % 3 == 0 ? 0x80000000u : 0u));
   }
-  for (const int bits : {8, 4}) {
+  for (const int bits : {8, 4, 3}) {
     const RoundTrip trip = QuantizeAndBack(input, {bits, 32, false}, {}, ncclFloat32);
     EXPECT_EQ(RefScale(trip.piece.ConstSpan(), 0), std::ldexp(1.0f, -149));
     for (size_t i = 0; i < 32; ++i) EXPECT_EQ(trip.output[i], input.Get(i)) << i;
@@ -160,8 +160,8 @@ TEST(EdgeCaseTest, TinyDenormalBlockRoundTripsExactly) {
 // k * s is representable in the dtype: the scale is s and every division is exact.
 TEST(EdgeCaseTest, OnGridValuesRoundTripExactly) {
   for (const ncclDataType_t dtype : kDtypes) {
-    for (const int bits : {8, 4, 2}) {
-      const int qmax = bits == 2 ? 1 : (bits == 4 ? 7 : 127);
+    for (const int bits : {8, 4, 3, 2}) {
+      const int qmax = bits == 2 ? 1 : (bits == 3 ? 3 : (bits == 4 ? 7 : 127));
       // Step s = m * 2^e with a short mantissa m, so that k * s fits every dtype's mantissa.
       const double mantissa = dtype == ncclBfloat16 ? 1 : (bits == 4 ? 5 : 3);
       for (const int exponent : {-20, -7, 0, 5}) {

@@ -1,6 +1,6 @@
 // include/zpp/format.h: the size function against sizes worked out by hand, alignment, and the
 // byte layout a quantized piece really has (scales first, int4 low nibble first, int2 low bits
-// first).
+// first, int3 in little-endian groups of eight per three bytes).
 #include "zpp/format.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,8 @@ namespace {
 
 using testing::HostTensor;
 using testing::PieceBuffer;
+using testing::RefQuantized;
+using testing::RefScale;
 
 TEST(FormatTest, SizesWorkedOutByHand) {
   // 1000 int8 in blocks of 256: 4 scales = 16 bytes; 1000 payload bytes padded to 1008.
@@ -33,11 +35,18 @@ TEST(FormatTest, SizesWorkedOutByHand) {
   EXPECT_EQ(zppPiecePayloadBytes(1001, 2), 256u);
   EXPECT_EQ(zppPiecePayloadBytes(1024, 2), 256u);
   EXPECT_EQ(zppPieceBytes(1u << 20, ncclFloat32, 2, 256), 16384u + 262144u);
+  // int3: whole groups of eight in three bytes. 1001 elements are 126 groups (the last holds
+  // one), 378 bytes padded to 384; 83 elements are 11 groups, 33 bytes padded to 48 (a payload
+  // cut at ceil(3 * 83 / 8) = 32 bytes would end inside the last group).
+  EXPECT_EQ(zppPiecePayloadBytes(1001, 3), 384u);
+  EXPECT_EQ(zppPiecePayloadBytes(83, 3), 48u);
+  EXPECT_EQ(zppPiecePayloadBytes(1024, 3), 384u);
+  EXPECT_EQ(zppPieceBytes(1u << 20, ncclFloat32, 3, 256), 16384u + 393216u);
 }
 
 TEST(FormatTest, SizeIsAMultipleOf16AndIndependentOfDtype) {
   for (uint64_t count : {1ull, 7ull, 31ull, 32ull, 33ull, 255ull, 257ull, 4097ull, 123457ull}) {
-    for (int bits : {2, 4, 8}) {
+    for (int bits : {2, 3, 4, 8}) {
       for (int block = ZPP_BLOCK_MIN; block <= ZPP_BLOCK_MAX; block *= 2) {
         const uint64_t bytes = zppPieceBytes(count, ncclFloat32, bits, block);
         EXPECT_EQ(bytes % ZPP_PIECE_ALIGN, 0u);
@@ -53,7 +62,8 @@ TEST(FormatTest, InvalidFormatsHaveNoSize) {
   EXPECT_EQ(zppPieceBytes(100, ncclInt32, 8, 256), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat64, 8, 256), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 1, 256), 0u);
-  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 3, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 5, 256), 0u);
+  EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 6, 256), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 16), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 8192), 0u);
   EXPECT_EQ(zppPieceBytes(100, ncclFloat32, 8, 96), 0u);
@@ -116,6 +126,41 @@ TEST(FormatTest, Int2LayoutIsFourPerByteLowBitsFirst) {
   const PlacedPiece placed{piece.ConstSpan(), 0};
   ASSERT_EQ(Dequantize({&placed, 1}, 38, format, output.MutableView()), ncclSuccess);
   for (size_t i = 0; i < 38; ++i) EXPECT_EQ(output.Get(i), input.Get(i)) << i;
+}
+
+// Values q * 0.25 with q in -3..3: every block's amax 0.75 gives scale 0.25 exactly. 43 elements:
+// a block of 32 and a tail of 11, whose last group of eight holds three.
+TEST(FormatTest, Int3LayoutIsEightPerThreeBytesLowBitsFirst) {
+  const Format format{3, 32, false};
+  const std::vector<int> q = {3, -1, 0, 2, -3, 1, -2, 0};
+  HostTensor input(ncclFloat32, 43);
+  for (size_t i = 0; i < 43; ++i) input.Set(i, q[i % q.size()] * 0.25);
+  PieceBuffer piece(PieceBytes(43, ncclFloat32, format));
+  ASSERT_EQ(piece.size(), 16u + 32u);  // 2 scales padded to 16, 6 groups = 18 bytes padded to 32
+  ASSERT_EQ(Quantize(input.View(), format, {}, piece.Span()), ncclSuccess);
+
+  const std::byte* bytes = piece.data();
+  EXPECT_EQ(RefScale(piece.ConstSpan(), 0), 0.25f);
+  EXPECT_EQ(RefScale(piece.ConstSpan(), 1), 0.25f);
+  // 3, -1, 0, 2, -3, 1, -2, 0 = 011, 111, 000, 010, 101, 001, 110, 000 from bit 0 up: the 24-bit
+  // word 0x18D43B, little-endian. Every full group is the same.
+  for (size_t group = 0; group < 5; ++group) {
+    EXPECT_EQ(bytes[16 + 3 * group], std::byte{0x3B}) << group;
+    EXPECT_EQ(bytes[16 + 3 * group + 1], std::byte{0xD4}) << group;
+    EXPECT_EQ(bytes[16 + 3 * group + 2], std::byte{0x18}) << group;
+  }
+  // Elements 40..42 = 3, -1, 0 and five empty places.
+  EXPECT_EQ(bytes[16 + 15], std::byte{0x3B});
+  EXPECT_EQ(bytes[16 + 16], std::byte{0x00});
+  EXPECT_EQ(bytes[16 + 17], std::byte{0x00});
+  for (size_t i = 16 + 18; i < 48; ++i) EXPECT_EQ(bytes[i], std::byte{0}) << "payload padding";
+  for (size_t i = 0; i < 43; ++i) {
+    EXPECT_EQ(RefQuantized(piece.ConstSpan(), 43, format, i), q[i % q.size()]) << i;
+  }
+  HostTensor output(ncclFloat32, 43);
+  const PlacedPiece placed{piece.ConstSpan(), 0};
+  ASSERT_EQ(Dequantize({&placed, 1}, 43, format, output.MutableView()), ncclSuccess);
+  for (size_t i = 0; i < 43; ++i) EXPECT_EQ(output.Get(i), input.Get(i)) << i;
 }
 
 TEST(FormatTest, Int8LayoutIsOneTwosComplementBytePerElement) {

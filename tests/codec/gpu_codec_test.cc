@@ -174,7 +174,7 @@ TEST_P(GpuCodecTest, FusedReductionsMatchTheCpuBitwise) {
     rounding.seed = seed;
     // Every output width: qgZ requantizes its intra-node sums at the inter-node bits (8 -> 4,
     // 8 -> 2), with another block size and rotation when the width differs.
-    for (const int out_bits : {8, 4, 2}) {
+    for (const int out_bits : {8, 4, 3, 2}) {
       const Format out_format =
           out_bits == bits ? format : Format{out_bits, 4096 / block * 32, !rotate};
       const size_t out_bytes = PieceBytes(count, ncclFloat32, out_format);
@@ -200,7 +200,7 @@ std::string ComboName(const ::testing::TestParamInfo<Combo>& combo) {
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, GpuCodecTest,
                          ::testing::Combine(::testing::ValuesIn(kDtypes),
-                                            ::testing::Values(8, 4, 2),
+                                            ::testing::Values(8, 4, 3, 2),
                                             ::testing::Values(32, 256, 4096), ::testing::Bool(),
                                             ::testing::Bool()),
                          ComboName);

@@ -56,7 +56,7 @@ TEST_F(GpuWeightDeltaTest, EncodeIsTheCpuMessageBitwise) {
   const size_t count = 1000;  // a tail block
   for (const ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
     const size_t bytes = count * ElementBytes(dtype);
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       for (const bool rotate : {false, true}) {
         for (const size_t offset : {size_t{0}, ElementBytes(dtype)}) {
           const Format format{bits, rotate ? 32 : 256, rotate};

@@ -30,7 +30,7 @@ class NonFiniteTest : public ::testing::TestWithParam<double> {};
 TEST_P(NonFiniteTest, BlockDecodesToNaNAndNeighboursSurvive) {
   const double poison = GetParam();
   for (const ncclDataType_t dtype : kDtypes) {
-    for (const int bits : {8, 4, 2}) {
+    for (const int bits : {8, 4, 3, 2}) {
       for (const bool rotate : {false, true}) {
         const Format format{bits, 64, rotate};
         std::vector<double> values = Gaussian(4 * 64 + 10, 9);

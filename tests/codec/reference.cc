@@ -149,6 +149,15 @@ int RefQuantized(std::span<const std::byte> piece, size_t count, const Format& f
   if (format.bits == 8) {
     return static_cast<int8_t>(static_cast<uint8_t>(piece[payload + element]));
   }
+  if (format.bits == 3) {
+    // Bit 3 * element of the payload read as one little-endian bit string.
+    int triple = 0;
+    for (size_t b = 0; b < 3; ++b) {
+      const size_t bit = 3 * element + b;
+      triple |= ((static_cast<uint8_t>(piece[payload + bit / 8]) >> (bit % 8)) & 1) << b;
+    }
+    return triple >= 4 ? triple - 8 : triple;
+  }
   if (format.bits == 2) {
     const auto byte = static_cast<uint8_t>(piece[payload + element / 4]);
     const int pair = (byte >> (2 * (element % 4))) & 0x3;

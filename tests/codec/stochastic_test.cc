@@ -42,7 +42,7 @@ ErrorStats SignedError(std::span<const double> exact, std::span<const double> de
 }
 
 TEST(StochasticTest, UnbiasedWithinThreeStandardErrors) {
-  for (const int bits : {2, 4, 8}) {
+  for (const int bits : {2, 3, 4, 8}) {
     const Format format{bits, 256, false};
     const HostTensor input = TensorOf(ncclFloat32, Uniform(kValues, -1.0, 1.0, 13));
     const ErrorStats stochastic = SignedError(
@@ -55,8 +55,8 @@ TEST(StochasticTest, UnbiasedWithinThreeStandardErrors) {
 // Every value 0.3 of a step above a grid point: nearest rounding always rounds down (a bias of
 // 0.3 steps), stochastic rounding up 30% of the time (no bias).
 TEST(StochasticTest, UnbiasedWhereNearestRoundingIsNot) {
-  for (const int bits : {2, 4, 8}) {
-    const int qmax = bits == 2 ? 1 : (bits == 4 ? 7 : 127);
+  for (const int bits : {2, 3, 4, 8}) {
+    const int qmax = bits == 2 ? 1 : (bits == 3 ? 3 : (bits == 4 ? 7 : 127));
     std::vector<double> values = Uniform(kValues, 0.0, 1.0, 17);
     for (size_t i = 0; i < kValues; ++i) {
       values[i] = i % 256 == 0 ? 1.0  // every block's amax is 1: the step is 1 / qmax

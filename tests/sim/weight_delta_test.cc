@@ -75,6 +75,32 @@ TEST(WeightDeltaStepTest, DeltasFromTheSecondStepBelowInt8sErrorAndBytes) {
   EXPECT_LT(delta_volume, zeropp_volume - 0.2);
 }
 
+// 3-bit deltas (int3's seven levels) sit between 4-bit and 2-bit ones: fewer bytes than 4 bits,
+// weights closer to the true ones than 2 bits give, and the same guarantees (every rank alike,
+// nothing failed, no NaN).
+TEST(WeightDeltaStepTest, ThreeBitDeltasSitBetweenTwoAndFourBits) {
+  const TrainingResult two = RunTraining(Spec(DeltaSettings(2)));
+  const TrainingResult three = RunTraining(Spec(DeltaSettings(3)));
+  const TrainingResult four = RunTraining(Spec(DeltaSettings(4)));
+  ASSERT_EQ(three.failures, 0);
+  EXPECT_EQ(three.nan_outputs, 0);
+  EXPECT_EQ(three.verify_failures, 0u);
+  EXPECT_TRUE(three.ranks_gathered_alike);
+  EXPECT_EQ(three.delta_calls, four.delta_calls);
+  for (int s = 1; s < kSteps; ++s) {
+    EXPECT_LT(three.weight_rel_l2_per_step[s], two.weight_rel_l2_per_step[s]) << "step " << s;
+    EXPECT_GT(three.weight_rel_l2_per_step[s], four.weight_rel_l2_per_step[s]) << "step " << s;
+  }
+  const double v2 = step::SteadyRelativeVolume(two, false);
+  const double v3 = step::SteadyRelativeVolume(three, false);
+  const double v4 = step::SteadyRelativeVolume(four, false);
+  RecordProperty("delta_volume_2_3_4",
+                 std::to_string(v2) + " " + std::to_string(v3) + " " + std::to_string(v4));
+  RecordProperty("weight_rel_l2_step3_3bit", std::to_string(three.weight_rel_l2_per_step[3]));
+  EXPECT_LT(v2, v3);
+  EXPECT_LT(v3, v4);
+}
+
 // One rank's copy of another node's reference drifts (a flipped bit) before step 3: that rank's
 // delta check fails, its node gathers NaN (loud, never wrong weights), the failure is counted,
 // and once the epoch records carry it to every rank (two advances later) every gather sends in

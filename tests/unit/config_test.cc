@@ -72,18 +72,20 @@ std::vector<Case> BoolCases(const std::string& name, const std::string& def) {
   };
 }
 
-// two_ok: the variable's range takes 2 (ZPP_QGZ_BITS_INTER); the others reject it.
-std::vector<Case> BitsCases(const std::string& name, const std::string& def, bool two_ok) {
+// narrow_ok: the variable's range takes 2 and 3 (ZPP_QGZ_BITS_INTER, ZPP_QWZ_DELTA_BITS); the
+// others reject them.
+std::vector<Case> BitsCases(const std::string& name, const std::string& def, bool narrow_ok) {
   return {
-      {name, "2", two_ok ? "2" : def, !two_ok},
+      {name, "2", narrow_ok ? "2" : def, !narrow_ok},
+      {name, "3", narrow_ok ? "3" : def, !narrow_ok},
       {name, "4", "4", false},
       {name, "8", "8", false},
       {name, " 4 ", "4", false},
       {name, "+8", "8", false},
       {name, "", def, false},
       {name, "\t", def, false},
-      {name, "3", def, true},
       {name, "16", def, true},
+      {name, "5", def, true},
       {name, "6", def, true},
       {name, "7", def, true},
       {name, "0", def, true},

@@ -1,4 +1,4 @@
-// Per-block and per-element arithmetic of the codec: amax, scale, rounding, int2/int4/int8 packing.
+// Per-block and per-element arithmetic of the codec: amax, scale, rounding, int2/3/4/8 packing.
 //
 // Bit-exactness between the CPU reference and the kernels rests on three rules kept here and in
 // the build: (1) only IEEE-rounded single operations (+, -, *, / and int<->float conversions),
@@ -19,7 +19,8 @@
 namespace zpp::codec {
 
 ZPP_HD int QMax(int bits) {
-  return bits == 2 ? ZPP_INT2_QMAX : (bits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX);
+  return bits == 2 ? ZPP_INT2_QMAX
+                   : (bits == 3 ? ZPP_INT3_QMAX : (bits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX));
 }
 
 // |x| as bits. For non-negative floats the unsigned order of the bits is the order of the values,
@@ -99,6 +100,16 @@ ZPP_HD uint32_t PackInt2Quad(int e0, int e1, int e2, int e3) {
   return (static_cast<uint32_t>(e0) & 0x3u) | ((static_cast<uint32_t>(e1) & 0x3u) << 2) |
          ((static_cast<uint32_t>(e2) & 0x3u) << 4) | ((static_cast<uint32_t>(e3) & 0x3u) << 6);
 }
+
+// int3: element 8i + j in bits 3j..3j+2 of the 24-bit little-endian word at bytes 3i..3i+2; this
+// packs one group of eight into the word's low 24 bits.
+ZPP_HD uint32_t PackInt3Group(const int (&q)[8]) {
+  uint32_t word = 0;
+  for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(q[j]) & 0x7u) << (3 * j);
+  return word;
+}
+
+ZPP_HD int SignExtendInt3(uint32_t triple) { return static_cast<int>((triple & 0x7u) ^ 4u) - 4; }
 
 ZPP_HD int SignExtendInt2(uint32_t pair) { return static_cast<int>((pair & 0x3u) ^ 2u) - 2; }
 
