@@ -17,7 +17,7 @@ struct Agreed {
   const char* name;
   int64_t Config::*value;
 };
-constexpr std::array<Agreed, 19> kAgreed = {{
+constexpr std::array<Agreed, 22> kAgreed = {{
     {"ZPP_QWZ", &Config::qwz},
     {"ZPP_QWZ_BITS", &Config::qwz_bits},
     {"ZPP_QWZ_ROTATE", &Config::qwz_rotate},
@@ -28,6 +28,9 @@ constexpr std::array<Agreed, 19> kAgreed = {{
     {"ZPP_QGZ", &Config::qgz},
     {"ZPP_QGZ_BITS_INTRA", &Config::qgz_bits_intra},
     {"ZPP_QGZ_BITS_INTER", &Config::qgz_bits_inter},
+    {"ZPP_QGZ_EF", &Config::qgz_ef},                  // the residuals' staging must be taken alike
+    {"ZPP_EF_MAX_MB", &Config::ef_max_mb},            // and refused alike past the bound
+    {"ZPP_LOSSY_ONE_NODE", &Config::lossy_one_node},  // one node: quantize or pass through
     {"ZPP_QAR", &Config::qar},
     {"ZPP_QAR_BITS", &Config::qar_bits},
     {"ZPP_QAR_EF", &Config::qar_ef},  // the residuals' staging must be taken alike

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -62,6 +64,27 @@ TEST(ConfigAgreementTest, OneRankDifferingMakesEveryRankFallBackAndNamesTheVaria
   ASSERT_EQ(run.warnings.size(), 4u);  // one per rank
   EXPECT_THAT(run.warnings[0], HasSubstr("ZPP_QWZ_BITS"));
   EXPECT_THAT(run.warnings[0], HasSubstr("plain NCCL"));
+}
+
+// Settings that change no byte on the wire but still what a call does: on one node, quantize or
+// pass through (the ranks would take different paths and hang); residuals kept or not, and
+// refused past different bounds.
+TEST(ConfigAgreementTest, FeedbackAndOneNodeSettingsAreComparedToo) {
+  const std::vector<std::pair<std::string, std::function<void(Config&)>>> cases = {
+      {"ZPP_LOSSY_ONE_NODE (rank 0: 0, rank 2: 1)", [](Config& c) { c.lossy_one_node = 1; }},
+      {"ZPP_QGZ_EF (rank 0: 0, rank 2: 1)", [](Config& c) { c.qgz_ef = 1; }},
+      {"ZPP_EF_MAX_MB (rank 0: 256, rank 2: 16)", [](Config& c) { c.ef_max_mb = 16; }},
+  };
+  for (const auto& [difference, change] : cases) {
+    const AgreementRun run = Agree([&](int rank, Config& c) {
+      c.qgz = 1;
+      if (rank == 2) change(c);
+    });
+    for (const ConfigAgreement& a : run.per_rank) {
+      EXPECT_FALSE(a.agreed);
+      EXPECT_EQ(a.first_difference, difference);
+    }
+  }
 }
 
 TEST(ConfigAgreementTest, DisagreeingCommunicatorPassesEverythingThrough) {
