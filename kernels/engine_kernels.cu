@@ -42,7 +42,8 @@ bool FloatDtype(ncclDataType_t dtype) {
 
 Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
   ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar" ZPP_BUG_REPORT);
-  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d" ZPP_BUG_REPORT, data.dtype);
+  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d" ZPP_BUG_REPORT,
+                static_cast<int>(data.dtype));
   if (data.count == 0) return ncclSuccess;
   const unsigned grid = GridOf(data.count);
   switch (data.dtype) {

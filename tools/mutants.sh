@@ -558,8 +558,8 @@ mutant int3-sign-extends src/codec/math/block_math.h \
   'ZPP_HD int SignExtendInt3(uint32_t triple) { return static_cast<int>(triple & 0x7u); }' \
   "zpp_codec_tests=FormatTest.*:AccuracyTest.*Int3*"
 mutant int3-whole-groups include/zpp/format.h \
-  '  if (bits == 3) return zppRoundUp16(3u * ((count + 7u) / 8u));' \
-  '  if (bits == 3) return zppRoundUp16((3u * count + 7u) / 8u);' \
+  '  if (bits == 3) return 3u * ((count + 7u) / 8u);' \
+  '  if (bits == 3) return (3u * count + 7u) / 8u;' \
   "zpp_codec_tests=FormatTest.*"
 # Issue 26, item 1: qwZ deltas. A receiver checks the sender's reference before applying (a
 # reference that drifted is loud); the sender's reference is the bits everyone applied, never its

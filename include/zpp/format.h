@@ -107,11 +107,16 @@ ZPP_FORMAT_FN uint64_t zppPieceScaleBytes(uint64_t count, int block) {
   return zppRoundUp16(4u * zppPieceBlocks(count, block));
 }
 
+/* Bytes of the payload before its padding: what an encoder writes (int3 in whole groups). */
+ZPP_FORMAT_FN uint64_t zppPiecePayloadUsed(uint64_t count, int bits) {
+  if (bits == 3) return 3u * ((count + 7u) / 8u);
+  const uint64_t per_byte = bits == 2 ? 4u : (bits == 4 ? 2u : 1u);
+  return (count + per_byte - 1u) / per_byte;
+}
+
 /* Bytes of the payload region, padding included. */
 ZPP_FORMAT_FN uint64_t zppPiecePayloadBytes(uint64_t count, int bits) {
-  if (bits == 3) return zppRoundUp16(3u * ((count + 7u) / 8u));
-  const uint64_t per_byte = bits == 2 ? 4u : (bits == 4 ? 2u : 1u);
-  return zppRoundUp16((count + per_byte - 1u) / per_byte);
+  return zppRoundUp16(zppPiecePayloadUsed(count, bits));
 }
 
 /* Bytes of a piece: a multiple of 16; 0 for count 0 or an invalid format (zppFormatValid). The

@@ -97,9 +97,7 @@ void ZeroPadding(std::byte* piece, const PieceLayout& layout, int bits) {
   if (layout.count == 0) return;  // an empty piece has no bytes (and may be null)
   const uint64_t scales_end = 4 * layout.blocks;
   std::memset(piece + scales_end, 0, layout.scale_bytes - scales_end);
-  const uint64_t per_byte = bits == 2 ? 4 : (bits == 4 ? 2 : 1);
-  const uint64_t payload_end =
-      bits == 3 ? 3 * ((layout.count + 7) / 8) : (layout.count + per_byte - 1) / per_byte;
+  const uint64_t payload_end = zppPiecePayloadUsed(layout.count, bits);
   std::memset(piece + layout.scale_bytes + payload_end, 0, layout.payload_bytes - payload_end);
 }
 
