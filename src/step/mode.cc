@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "zpp/format.h"
+
 namespace zpp::step {
 namespace {
 
@@ -11,7 +13,7 @@ bool ParseBits(std::string_view text, int* bits, bool narrow_ok = false) {
   int value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return false;
-  if (value != 4 && value != 8 && !(narrow_ok && (value == 2 || value == 3))) return false;
+  if (!zppBitsValid(value) || (value < 4 && !narrow_ok)) return false;
   *bits = value;
   return true;
 }
