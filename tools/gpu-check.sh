@@ -57,8 +57,17 @@ want() { [[ "$parts" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# ZPP_CHECK_LOGS: a folder that keeps every rank's and part's log (the device machine returns
+# only what is left under $OUT, and a part cut off by a time limit leaves no trap to copy them).
+if [[ -n "${ZPP_CHECK_LOGS:-}" ]]; then
+  work=$(realpath -m "$ZPP_CHECK_LOGS")
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+# ZPP_CHECK_RANK_TIMEOUT: seconds one rank of a plugin/sanitizer run may take (default 55).
+rank_timeout=${ZPP_CHECK_RANK_TIMEOUT:-55}
 failures=0
 
 # run CMD...: runs it, or with --dry-run prints it (on fd 3, the script's own output, so that
@@ -85,10 +94,22 @@ else
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
   nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2/{print $NF; exit}')
   [[ -z "$nccl_lib" && -e /usr/local/cuda/lib/libnccl.so.2 ]] && nccl_lib=/usr/local/cuda/lib/libnccl.so.2
-  nccl_version=$(strings "$nccl_lib" 2>/dev/null | grep -m1 -oE 'NCCL version [0-9.+a-z]+' || echo unknown)
+  # The GPU machine's image may hold NCCL only inside PyTorch's wheel (nvidia-nccl-cu13).
+  if [[ -z "$nccl_lib" ]]; then
+    nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+    [[ -e "$nccl_lib" ]] || nccl_lib=""
+  fi
+  # Not `strings | grep -m1 || echo`: grep stopping early fails the pipeline (pipefail) and
+  # would append "unknown" to a version it found.
+  nccl_version=$(strings "$nccl_lib" 2>/dev/null | grep -oE 'NCCL version [0-9.+a-z]+' | head -1)
+  nccl_version=${nccl_version:-NCCL version unknown}
   mps=$(pgrep -f nvidia-cuda-mps-control >/dev/null && echo "running" || echo "not running")
 fi
 libzpp="$build/lib/libzpp.so"
+# The training text: a staged build carries a copy where the machine has no fortunes package.
+if [[ ! -d /usr/share/games/fortunes && -d "$build/corpus" ]]; then
+  export ZPP_CORPUS_DIR="$build/corpus"
+fi
 report="$results/plugin_gpu_${tag}.md"
 ((dry)) && report=/dev/null  # a dry run writes nothing
 ((dry)) || mkdir -p "$results"
@@ -119,21 +140,24 @@ fi
 # A GPU that CUDA cannot use (say, a driver older than CUDA 13 needs) makes every GPU test skip:
 # that is a failure here, not a pass.
 if want codec; then
-  section "codec GPU tests (ctest -L gpu)"
+  section "codec GPU tests (zpp_codec_gpu_tests: kernels bitwise = CPU reference)"
+  # The test binary itself, not ctest: a staged build (tools/gpu-stage.sh) has no ctest files.
+  command=(timeout 300 "$build/bin/zpp_codec_gpu_tests" --gtest_brief=1)
   if ((dry)); then
-    run timeout 300 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 280
+    run "${command[@]}"
   else
-    timeout 300 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 280 \
-      > "$work/ctest_gpu.log" 2>&1
+    "${command[@]}" > "$work/codec_gpu.log" 2>&1
     status=$?
-    summary=$(grep -E 'tests passed' "$work/ctest_gpu.log")
-    skipped=$(grep -cE '\*\*\*Skipped|Skipped' "$work/ctest_gpu.log")
+    summary=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$work/codec_gpu.log" | tr '\n' ' ')
+    skipped=$(grep -m1 -E '^\[  SKIPPED \] [0-9]+ test' "$work/codec_gpu.log")
     if ((status != 0)); then
-      failures=$((failures + 1)); note "- FAILED: $summary"; tail -30 "$work/ctest_gpu.log"
-    elif ((skipped > 0)); then
+      failures=$((failures + 1)); note "- FAILED (exit $status): $summary"
+      grep -E '^\[  FAILED  \]' "$work/codec_gpu.log" | head -40 | sed 's/^/    /' >> "$report"
+      tail -30 "$work/codec_gpu.log"
+    elif [[ -n "$skipped" ]]; then
       failures=$((failures + 1))
-      why=$(grep -m1 -iE 'skip|driver' "$work/ctest_gpu.log")
-      note "- FAILED: $skipped GPU test(s) skipped on a machine with a GPU (driver $driver): $why"
+      why=$(grep -m1 -iE 'skip|driver' "$work/codec_gpu.log")
+      note "- FAILED: $skipped on a machine with a GPU (driver $driver): $why"
     else
       note "- $summary"
     fi
@@ -163,7 +187,7 @@ run_mode() {
     [[ "$name" != nccl ]] && env_vars+=(LD_PRELOAD="$libzpp")
     local prefix=()
     [[ "$sanitizer" != none ]] && prefix=(compute-sanitizer --tool "$sanitizer" --error-exitcode 3)
-    local command=(env "${env_vars[@]}" timeout 55 "${prefix[@]}" "$build/bin/zpp-collective-check"
+    local command=(env "${env_vars[@]}" timeout "$rank_timeout" "${prefix[@]}" "$build/bin/zpp-collective-check"
       --rank "$rank" --ranks 4 --local-size 2 --dir "$dir" --out "$dir/rank$rank.jsonl"
       --counts $counts --replays "$([[ "$sanitizer" == none ]] && echo 100 || echo 2)")
     if ((dry)); then
@@ -176,7 +200,7 @@ run_mode() {
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   ((dry)) && return 0
   cat "$dir"/rank*.jsonl 2>/dev/null | sed "s/^{/{\"mode\":\"$name\",/" >> "$work/$name.jsonl"
-  ((status != 0)) && tail -5 "$dir"/rank*.log
+  ((status != 0)) && tail -n 5 "$dir"/rank*.log
   return $status
 }
 
@@ -192,6 +216,13 @@ declare -A modes=(
   [qar4_ef]="ZPP_QAR=1 ZPP_QAR_BITS=4 ZPP_QAR_EF=1"
 )
 order=(nccl qwz8 qwz4 hpz qwz8_hpz qgz zero++ qar8 qar4_ef)
+# ZPP_CHECK_MODES: run only these of the plugin and sanitizer parts' modes (a rerun of one).
+if [[ -n "${ZPP_CHECK_MODES:-}" ]]; then
+  for mode in $ZPP_CHECK_MODES; do
+    [[ -v "modes[$mode]" ]] || { echo "gpu-check: unknown mode '$mode'" >&2; exit 2; }
+  done
+  read -r -a order <<< "$ZPP_CHECK_MODES"
+fi
 
 if want plugin; then
   section "plugin: every mode against plain NCCL and the simulation"
@@ -246,7 +277,7 @@ if want ddp; then
       extra=($extra)
       launcher=()
       # shellcheck disable=SC2206
-      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
+      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats --per-rank $flags --)
       log="$work/$name.log"
       stats="$work/${name}_stats"
       if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=0 "${extra[@]}" timeout 100 "${launcher[@]}" \
@@ -292,7 +323,7 @@ if want fsdp; then
       extra=($extra)
       launcher=()
       # shellcheck disable=SC2206
-      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats $flags --)
+      [[ -n "$flags" ]] && launcher=(tools/zpp-run --lib "$libzpp" --stats --per-rank $flags --)
       csv="$results/fsdp_loss_${tag}_${name}.csv"
       log="$work/fsdp_$name.log"
       if run env ZPP_LOCAL_SIZE=2 ZPP_MIN_BYTES=65536 "${extra[@]}" timeout 100 "${launcher[@]}" \

@@ -17,7 +17,9 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-CORPUS_DIR = "/usr/share/games/fortunes"
+# ZPP_CORPUS_DIR: a copy of the fortunes folder, where the machine has no `fortunes` package
+# (the GPU machine's image: tools/gpu-stage.sh carries one).
+CORPUS_DIR = os.environ.get("ZPP_CORPUS_DIR", "/usr/share/games/fortunes")
 _NOT_PROSE = {"ascii-art"}
 VOCAB = 256
 

@@ -146,7 +146,7 @@ def digest(model):
     sha = hashlib.sha256()
     for parameter in model.parameters():
         local = parameter.to_local() if hasattr(parameter, "to_local") else parameter
-        sha.update(local.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        sha.update(local.detach().contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes())
     return sha.hexdigest()[:16]
 
 

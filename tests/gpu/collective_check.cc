@@ -557,14 +557,21 @@ int Checker::RevokeAndShrink(size_t count) {
   CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &revoked, nullptr));
   const long used = GatherOn(revoked, options_.ranks, count);
   CHECK_CUDA(cudaStreamSynchronize(stream_));
-  const ncclResult_t revoke = ncclCommRevoke(revoked, 0);
+  // Looked up, not linked: an NCCL older than 2.28.7's (the GPU machine's system one, 2.28.3)
+  // has no ncclCommRevoke, and a link-time reference would stop the plain-NCCL run from loading.
+  const auto revoke_fn =
+      reinterpret_cast<decltype(&ncclCommRevoke)>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
+  const auto shrink_fn =
+      reinterpret_cast<decltype(&ncclCommShrink)>(dlsym(RTLD_DEFAULT, "ncclCommShrink"));
+  const ncclResult_t revoke = revoke_fn ? revoke_fn(revoked, 0) : ncclInvalidUsage;
   const ncclResult_t aborted = ncclCommAbort(revoked);
   ncclComm_t parent = nullptr, shrunk = nullptr;
   CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &parent, nullptr));
   const long parent_used = GatherOn(parent, options_.ranks, count);
   CHECK_CUDA(cudaStreamSynchronize(stream_));
-  const ncclResult_t shrink =
-      ncclCommShrink(parent, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_ABORT);
+  const ncclResult_t shrink = shrink_fn ? shrink_fn(parent, nullptr, 0, &shrunk, nullptr,
+                                                   NCCL_SHRINK_ABORT)
+                                        : ncclInvalidUsage;
   const long shrunk_used = shrink == ncclSuccess ? GatherOn(shrunk, options_.ranks, count) : 0;
   CHECK_CUDA(cudaStreamSynchronize(stream_));
   if (shrunk != nullptr) ncclCommDestroy(shrunk);

@@ -17,10 +17,10 @@ PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp
          "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench"]
 
 
-def dry_run(*args, cwd=SOURCE):
+def dry_run(*args, cwd=SOURCE, env=None):
     script = os.path.join(SOURCE, "tools", "gpu-check.sh")
     run = subprocess.run(["bash", script, "--dry-run", *args], cwd=cwd, capture_output=True,
-                         text=True, timeout=60)
+                         text=True, timeout=60, env={**os.environ, **(env or {})})
     return run.returncode, run.stdout + run.stderr
 
 
@@ -57,6 +57,25 @@ class DryRunTest(unittest.TestCase):
         self.assertEqual(out.count("== "), 1, out)
         code, out = dry_run(BUILD, "everything")
         self.assertEqual(code, 2, out)
+
+    def test_check_modes_picks_the_plugin_modes_and_refuses_unknown_ones(self):
+        code, out = dry_run(BUILD, "plugin", env={"ZPP_CHECK_MODES": "nccl qar8"})
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("zpp-collective-check"), 8, out)  # 2 modes x 4 ranks
+        self.assertIn("ZPP_QAR=1", out)
+        self.assertNotIn("ZPP_QWZ=1", out)
+        code, out = dry_run(BUILD, "plugin", env={"ZPP_CHECK_MODES": "nccl qwz9"})
+        self.assertEqual(code, 2, out)
+
+    def test_stats_checks_read_per_rank_tables(self):
+        # zpp_stats_check reads the per-rank tables that ZPP_STATS=1 prints; zpp-run --stats
+        # alone prints one job report instead (the first GPU run failed every framework check so).
+        code, out = dry_run(BUILD, "fsdp", "ddp")
+        self.assertEqual(code, 0, out)
+        launches = [line for line in out.splitlines() if "zpp-run" in line and "--stats" in line]
+        self.assertTrue(launches, out)
+        for line in launches:
+            self.assertIn("--per-rank", line)
 
 
 TABLE = """zpp stats: per communicator and technique
