@@ -569,9 +569,9 @@ int Checker::RevokeAndShrink(size_t count) {
   CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &parent, nullptr));
   const long parent_used = GatherOn(parent, options_.ranks, count);
   CHECK_CUDA(cudaStreamSynchronize(stream_));
-  const ncclResult_t shrink = shrink_fn ? shrink_fn(parent, nullptr, 0, &shrunk, nullptr,
-                                                   NCCL_SHRINK_ABORT)
-                                        : ncclInvalidUsage;
+  const ncclResult_t shrink =
+      shrink_fn ? shrink_fn(parent, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_ABORT)
+                : ncclInvalidUsage;
   const long shrunk_used = shrink == ncclSuccess ? GatherOn(shrunk, options_.ranks, count) : 0;
   CHECK_CUDA(cudaStreamSynchronize(stream_));
   if (shrunk != nullptr) ncclCommDestroy(shrunk);
