@@ -92,13 +92,17 @@ else
   fi
   tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-  nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2/{print $NF; exit}')
-  [[ -z "$nccl_lib" && -e /usr/local/cuda/lib/libnccl.so.2 ]] && nccl_lib=/usr/local/cuda/lib/libnccl.so.2
-  # The GPU machine's image may hold NCCL only inside PyTorch's wheel (nvidia-nccl-cu13).
+  # The NCCL the frameworks load (PyTorch's wheel, nvidia-nccl-*) first, so that the plugin part
+  # and the training parts test one library; then the system's. ZPP_CHECK_NCCL names another.
+  # (The first run used the image's system 2.28.3, which lacks ncclCommRevoke, while PyTorch
+  # brought 2.28.9.)
+  nccl_lib=${ZPP_CHECK_NCCL:-}
   if [[ -z "$nccl_lib" ]]; then
     nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
     [[ -e "$nccl_lib" ]] || nccl_lib=""
   fi
+  [[ -z "$nccl_lib" ]] && nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2/{print $NF; exit}')
+  [[ -z "$nccl_lib" && -e /usr/local/cuda/lib/libnccl.so.2 ]] && nccl_lib=/usr/local/cuda/lib/libnccl.so.2
   # Not `strings | grep -m1 || echo`: grep stopping early fails the pipeline (pipefail) and
   # would append "unknown" to a version it found.
   nccl_version=$(strings "$nccl_lib" 2>/dev/null | grep -oE 'NCCL version [0-9.+a-z]+' | head -1)

@@ -19,6 +19,7 @@ constexpr std::array kOtherVariables = {
     OtherVariable{"ZPP_BENCH_NAME", "tools/gpu-bench.sh: the results' name"},
     OtherVariable{"ZPP_RESULTS", "tools/gpu-check.sh: where results go"},
     OtherVariable{"ZPP_CHECK_LOGS", "tools/gpu-check.sh: a folder that keeps every log"},
+    OtherVariable{"ZPP_CHECK_NCCL", "tools/gpu-check.sh: the libnccl.so.2 to test against"},
     OtherVariable{"ZPP_CHECK_MODES", "tools/gpu-check.sh: the plugin modes to run"},
     OtherVariable{"ZPP_CHECK_RANK_TIMEOUT", "tools/gpu-check.sh: seconds one rank may run"},
     OtherVariable{"ZPP_CORPUS_DIR",
