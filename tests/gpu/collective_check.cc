@@ -11,9 +11,10 @@
 //   - hpZ: the second gather of a step equals the first, bitwise, over several steps;
 //   - a communicator's life as frameworks live it (issue 25): a group ended by
 //     ncclGroupSimulateEnd runs nothing and leaves no call deferred; a restart loop (split, use,
-//     destroy, three times) gives zpp's reservation back each time; ncclCommRevoke and
-//     ncclCommShrink(NCCL_SHRINK_ABORT) on a used sub-communicator return, and the parent still
-//     works (an NCCL without them answers ncclInvalidUsage: recorded as not run).
+//     destroy, three times) gives zpp's reservation back each time; ncclCommRevoke on a used
+//     sub-communicator returns, ncclCommShrink(NCCL_SHRINK_ABORT) excluding the last rank gives
+//     a communicator zpp gathers on correctly, and the parent still works (an NCCL without them
+//     answers ncclInvalidUsage: recorded as not run).
 // Each rank writes its rows as JSON lines (nlohmann) to --out; the exit code says whether all
 // passed.
 #include <cuda_runtime_api.h>
@@ -27,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 
 #include "codec/element_io.h"
@@ -550,45 +552,61 @@ int Checker::RestartLoop(size_t count, int rounds, bool abort) {
   return 0;
 }
 
-// PyTorch's fault tolerance on a sub-communicator zpp has set up and used: revoke then abort,
-// and shrink with NCCL_SHRINK_ABORT (nothing excluded); the parent keeps working.
+// PyTorch's fault tolerance on a sub-communicator zpp has set up and used: revoke then abort;
+// and shrink with NCCL_SHRINK_ABORT excluding the last rank (as torch's shrink_group does: the
+// excluded rank does not call it and aborts its parent), an all-gather on the shrunk
+// communicator (one node with one rank less: zpp plans it afresh); the parent keeps working.
+// Each entry point is looked up, not linked: an NCCL older than 2.28.7 (the GPU machine's system
+// one was 2.28.3) has no ncclCommRevoke, and a link-time reference would stop the plain-NCCL
+// run from loading; under zpp its forwarder answers ncclInvalidUsage then. Either missing is
+// recorded as not run, not as passed.
 int Checker::RevokeAndShrink(size_t count) {
-  ncclComm_t revoked = nullptr;
-  CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &revoked, nullptr));
-  const long used = GatherOn(revoked, options_.ranks, count);
-  CHECK_CUDA(cudaStreamSynchronize(stream_));
-  // Looked up, not linked: an NCCL older than 2.28.7's (the GPU machine's system one, 2.28.3)
-  // has no ncclCommRevoke, and a link-time reference would stop the plain-NCCL run from loading.
   const auto revoke_fn =
       reinterpret_cast<decltype(&ncclCommRevoke)>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
   const auto shrink_fn =
       reinterpret_cast<decltype(&ncclCommShrink)>(dlsym(RTLD_DEFAULT, "ncclCommShrink"));
+  ncclComm_t revoked = nullptr;
+  CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &revoked, nullptr));
+  const long used = GatherOn(revoked, options_.ranks, count);
+  CHECK_CUDA(cudaStreamSynchronize(stream_));
   const ncclResult_t revoke = revoke_fn ? revoke_fn(revoked, 0) : ncclInvalidUsage;
   const ncclResult_t aborted = ncclCommAbort(revoked);
   ncclComm_t parent = nullptr, shrunk = nullptr;
   CHECK_NCCL(ncclCommSplit(comm_, 0, options_.rank, &parent, nullptr));
   const long parent_used = GatherOn(parent, options_.ranks, count);
   CHECK_CUDA(cudaStreamSynchronize(stream_));
-  const ncclResult_t shrink =
-      shrink_fn ? shrink_fn(parent, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_ABORT)
-                : ncclInvalidUsage;
-  const long shrunk_used = shrink == ncclSuccess ? GatherOn(shrunk, options_.ranks, count) : 0;
-  CHECK_CUDA(cudaStreamSynchronize(stream_));
+  int excluded = options_.ranks - 1;
+  ncclResult_t shrink = ncclSuccess;
+  long shrunk_used = 0;
+  if (options_.rank != excluded) {
+    shrink = shrink_fn ? shrink_fn(parent, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT)
+                       : ncclInvalidUsage;
+    if (shrink == ncclSuccess) shrunk_used = GatherOn(shrunk, options_.ranks - 1, count);
+    CHECK_CUDA(cudaStreamSynchronize(stream_));
+  }
   if (shrunk != nullptr) ncclCommDestroy(shrunk);
-  ncclCommAbort(parent);
+  // The world gathers before anyone aborts the parent: the excluded rank's abort must not race
+  // the others' shrink, which still reads the parent.
   const long after = GatherOn(comm_, options_.ranks, count);
-  const bool lacking = revoke == ncclInvalidUsage || shrink == ncclInvalidUsage;
+  ncclCommAbort(parent);
+  const bool revoke_lacking = revoke == ncclInvalidUsage;
+  const bool shrink_lacking = shrink == ncclInvalidUsage;
+  std::string not_run;
+  if (revoke_lacking) not_run += "this NCCL lacks ncclCommRevoke; ";
+  if (shrink_lacking) not_run += "this NCCL lacks ncclCommShrink";
   Record({{"case", "revoke-shrink"},
           {"count", count},
           {"revoke", static_cast<int>(revoke)},
           {"abort_after_revoke", static_cast<int>(aborted)},
           {"shrink_abort", static_cast<int>(shrink)},
-          {"not_run", lacking ? "this NCCL lacks ncclCommRevoke or ncclCommShrink" : ""},
+          {"excluded_rank", excluded},
+          {"not_run", not_run},
           {"wrong_before", used},
           {"wrong_on_shrunk", shrunk_used},
           {"wrong_on_parent_after", after}},
          used == 0 && parent_used == 0 && after == 0 && aborted == ncclSuccess &&
-             (lacking || (revoke == ncclSuccess && shrink == ncclSuccess && shrunk_used == 0)));
+             (revoke_lacking || revoke == ncclSuccess) &&
+             (shrink_lacking || (shrink == ncclSuccess && shrunk_used == 0)));
   return 0;
 }
 
