@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Copies what tools/gpu-check.sh runs out of a build folder into a small one (stripped binaries,
-# libzpp.so, the hwloc library and the training text that the GPU machine's image lacks), so that it fits the
-# device tool's 64 MiB carry limit; a whole build folder (test binaries of every label, objects)
-# does not. Usage: tools/gpu-stage.sh [BUILD] [DEST]   (defaults: build, .gpu/build)
-# Then, on the device machine: bash tools/gpu-check.sh .gpu/build PART...
+# libzpp.so, and the hwloc library and training text that the GPU machine's image lacks), so
+# that it fits the device tool's 64 MiB carry limit; a whole build folder (test binaries of every
+# label, objects) does not.
+#   tools/gpu-stage.sh [BUILD] [DEST]      (defaults: build, .gpu/build; .gpu/ is git-ignored)
+# Then carry .gpu and, on the device machine: bash tools/gpu-check.sh .gpu/build PART...
 set -euo pipefail
 build=$(realpath "${1:-build}")
 dest=$(realpath -m "${2:-.gpu/build}")
