@@ -1,7 +1,7 @@
 """The GPU check's own checks, on the CPU: tools/gpu-check.sh --dry-run prints every part's
 commands with the preload pointing at the real build folder and every time limit inside one
-device call; tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where
-it did not. Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
+device call; tools/gpu-stage.sh's folder holds everything the scripts run; tools/zpp_stats_check.py
+passes a log where zpp took the calls and fails one where it did not. Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
 import os
 import re
 import subprocess
@@ -76,6 +76,33 @@ class DryRunTest(unittest.TestCase):
         self.assertTrue(launches, out)
         for line in launches:
             self.assertIn("--per-rank", line)
+
+
+class StageTest(unittest.TestCase):
+    """tools/gpu-stage.sh: the small folder carried to the GPU machine holds every binary and
+    library the GPU scripts name (a binary added to a part but not to the stage fails there)."""
+
+    def test_the_stage_holds_everything_the_scripts_run(self):
+        if not os.path.isfile(os.path.join(BUILD, "bin", "zpp_codec_gpu_tests")):
+            self.skipTest("this build has no CUDA binaries to stage")
+        with tempfile.TemporaryDirectory() as scratch:
+            stage = os.path.join(scratch, "build")
+            run = subprocess.run(["bash", os.path.join(SOURCE, "tools", "gpu-stage.sh"), BUILD,
+                                  stage], capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            named = set()
+            for script in ("gpu-check.sh", "gpu-bench.sh"):
+                with open(os.path.join(SOURCE, "tools", script)) as text:
+                    named |= set(re.findall(r"\$build/((?:bin|lib)/[A-Za-z0-9_.+-]+)", text.read()))
+            self.assertIn("bin/zpp-collective-check", named)
+            self.assertIn("bin/zpp-bench", named)
+            for path in sorted(named):
+                self.assertTrue(os.path.isfile(os.path.join(stage, path)), path)
+            # zpp-run puts the library's ../python on PYTHONPATH.
+            self.assertTrue(os.path.isdir(os.path.join(stage, "python", "zpp_torch")))
+            code, out = dry_run(stage)
+            self.assertEqual(code, 0, out)
+            self.assertIn(f"LD_PRELOAD={stage}/lib/libzpp.so", out)
 
 
 TABLE = """zpp stats: per communicator and technique
