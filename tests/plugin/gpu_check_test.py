@@ -1,7 +1,8 @@
 """The GPU check's own checks, on the CPU: tools/gpu-check.sh --dry-run prints every part's
 commands with the preload pointing at the real build folder and every time limit inside one
 device call; tools/gpu-stage.sh's folder holds everything the scripts run;
-tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not. Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
+tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not.
+Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
 import os
 import re
 import subprocess
