@@ -10,7 +10,7 @@ build=$(realpath "${1:-build}")
 dest=$(realpath -m "${2:-.gpu/build}")
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib"
-for binary in zpp_codec_gpu_tests zpp-collective-check zpp-codec-gpu-bench zpp-bench zpp-env; do
+for binary in zpp_codec_gpu_tests zpp-collective-check zpp-codec-gpu-bench zpp-bench; do
   strip -o "$dest/bin/$binary" "$build/bin/$binary"
 done
 strip -o "$dest/lib/libzpp.so" "$build/lib/libzpp.so"
