@@ -45,7 +45,7 @@ cp "$work/out.json" "$json"
   echo "# zpp-bench on $gpu ($(date -u +%Y-%m-%d))"
   echo
   echo "4 ranks on one GPU, NCCL_HOSTID per rank (NCCL's socket transport), ZPP_LOCAL_SIZE=2."
-  echo "Command: tools/gpu-bench.sh $build"
+  echo "Command: tools/gpu-bench.sh $build $*"
   echo
   echo '```'
   cat "$work/rank0.log"

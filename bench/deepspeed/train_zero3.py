@@ -116,6 +116,9 @@ def main():
     rank = int(os.environ["RANK"])
     if args.one_gpu:
         os.environ["NCCL_HOSTID"] = f"zpp-ds-host{rank}"  # before NCCL starts
+        # DeepSpeed takes LOCAL_RANK as the device index (init_process_group's device_id, the
+        # engine's set_device): on a shared GPU, every rank's device is cuda:0.
+        os.environ["LOCAL_RANK"] = "0"
     if args.device == "cpu":
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     import torch

@@ -1,5 +1,7 @@
 #include "bench/zpp_bench/collective_runner.h"
 
+#include <algorithm>
+
 #include "bench/zpp_bench/nccl_runner.h"
 #include "bench/zpp_bench/sim_runner.h"
 #include "log/log.h"
@@ -15,6 +17,7 @@ Result MakeRunner(const RunnerOptions& options, std::unique_ptr<CollectiveRunner
     NcclRunnerOptions nccl;
     nccl.rank = options.rank;
     nccl.ranks = options.layout.world_size();
+    nccl.local_size = options.layout.world_size() / std::max(1, options.layout.node_count());
     nccl.dir = options.dir;
     return MakeNcclRunner(nccl, out);
   }

@@ -14,6 +14,7 @@
 
 #include "bench/zpp_bench/bench_inputs.h"
 #include "bench/zpp_bench/error_stats.h"
+#include "bench/zpp_bench/predicted_bytes.h"
 #include "codec/element_io.h"
 #include "config/config.h"
 #include "cuda_nccl/cuda_resources.h"
@@ -91,8 +92,8 @@ class NcclRunner final : public CollectiveRunner {
            std::to_string(v % 100);
   }
   std::string time_note() const override {
-    return "nccl backend: time is the median of CUDA-event times on rank 0's stream; off-node "
-           "bytes are the planner's prediction (the sim backend counts them exactly)";
+    return "nccl backend: time is the median of CUDA-event times on rank 0's stream; bytes are "
+           "the cost model's prediction for the plan (the sim backend counts them exactly)";
   }
 
   Result Run(const CollectiveCase& what, Measurement* out) override;
@@ -160,14 +161,12 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const size_t out_count = OutputCount(what, n);
   ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
 
+  const int nodes = n / std::max(1, options_.local_size);
   ZppCommunicator* zpp = nullptr;
-  plan::Plan plan;  // plain NCCL: a pass-through
+  plan::Plan plan = PlainPlan(what, nodes, options_.local_size);
   if (what.mode != "plain") {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
-    const plan::Call call{
-        what.op, what.count, what.dtype,
-        what.op == plan::CollectiveOp::kAllGather ? plan::Reduction::kNone : plan::Reduction::kSum};
-    plan = zpp->Decide(call);
+    plan = zpp->Decide(CallOf(what));
   }
 
   const std::vector<float> mine = HeldInput(options_.rank, in_count, what.dtype);
@@ -213,10 +212,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const size_t middle = times_us.size() / 2;
   m.time_us =
       times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
-  // The planner's per-rank prediction, for all ranks (plain NCCL: its ring's).
-  const uint64_t per_rank =
-      plan.kind == plan::PlanKind::kPassThrough ? plan.plain_off_node_bytes : plan.off_node_bytes;
-  m.bytes_inter_node = per_rank * static_cast<uint64_t>(n);
+  SetPredictedBytes(plan, what, nodes, options_.local_size, &m);
   m.rel_l2_err = errors.RelativeL2();
   m.max_abs_err = errors.MaxAbs();
   if (Lossless(plan, what.op)) m.wrong = errors.Wrong();

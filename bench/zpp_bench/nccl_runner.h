@@ -3,7 +3,8 @@
 // and each zpp mode run on the same communicator in the same run: `nccl` calls the real NCCL,
 // the others an engine on the cuda_nccl backend, set up once per mode. Times are CUDA-event
 // medians on this rank's stream; errors are this rank's output against the fp64 reference;
-// off-node bytes are the planner's prediction (the sim counts them exactly).
+// bytes are the cost model's prediction for the plan (predicted_bytes.h; the sim counts them
+// exactly).
 #pragma once
 
 #include <memory>

@@ -18,7 +18,7 @@ namespace zpp::tune {
 namespace {
 
 // Two sizes per level (bytes per rank): latency from the small one, bandwidth from the slope.
-// Small enough that a 50 Mbit/s link takes about a third of a second for all of it.
+// Small enough that a 50 Mbit/s link takes about a second for all of it (13 calls a size).
 constexpr size_t kSmall = 8 << 10;
 constexpr size_t kLarge = 256 << 10;
 constexpr int kRepeats = 3;  // after one warm-up; the fastest counts
@@ -38,18 +38,43 @@ Result Fastest(Backend& backend, Stream& stream, const std::function<Result()>& 
   return ncclSuccess;
 }
 
-// A level's all-gather at two sizes; `sent_per_byte`: bytes that cross the level's link (the
-// node's, for the inter-node level) per byte of one rank's piece; `steps`: its latency steps.
-Result MeasureLevel(Backend& backend, Stream& stream, GroupKind group, DeviceMemory& send,
-                    DeviceMemory& recv, double sent_per_byte, int steps,
-                    costmodel::LinkLevel* level) {
+// One call's time at `bytes`: the fastest batch's, per call.
+Result PerCall(const BatchTimer& time_batch, size_t bytes, double* seconds) {
+  double ignored = 0;
+  ZPP_CHECK(time_batch(bytes, 1, &ignored));  // warm-up: connections, first touch
+  double fastest = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < kRepeats; ++i) {
+    double took = 0;
+    ZPP_CHECK(time_batch(bytes, kCallsPerBatch, &took));
+    fastest = std::min(fastest, took);
+  }
+  *seconds = fastest / kCallsPerBatch;
+  return ncclSuccess;
+}
+
+// A level's all-gather, `calls` times back to back, timed on this rank's stream.
+BatchTimer LevelTimer(Backend& backend, Stream& stream, GroupKind group, DeviceMemory& send,
+                      DeviceMemory& recv) {
+  return [&backend, &stream, group, &send, &recv](size_t bytes, int calls, double* seconds) {
+    return backend.TimeWork(
+        stream,
+        [&] {
+          for (int c = 0; c < calls; ++c) {
+            ZPP_CHECK(backend.AllGather(send.data(), recv.data(), bytes, group, stream));
+          }
+          return ncclSuccess;
+        },
+        seconds);
+  };
+}
+
+}  // namespace
+
+Result FitLevel(const BatchTimer& time_batch, double sent_per_byte, int steps,
+                costmodel::LinkLevel* level) {
   double small = 0, large = 0;
-  ZPP_CHECK(Fastest(
-      backend, stream,
-      [&] { return backend.AllGather(send.data(), recv.data(), kSmall, group, stream); }, &small));
-  ZPP_CHECK(Fastest(
-      backend, stream,
-      [&] { return backend.AllGather(send.data(), recv.data(), kLarge, group, stream); }, &large));
+  ZPP_CHECK(PerCall(time_batch, kSmall, &small));
+  ZPP_CHECK(PerCall(time_batch, kLarge, &large));
   const double extra_bytes = sent_per_byte * static_cast<double>(kLarge - kSmall);
   // A slope at or under zero (the small size as slow as the large): the link is faster than the
   // sizes can tell; its bandwidth is then what the large size moved in its whole time.
@@ -60,6 +85,8 @@ Result MeasureLevel(Backend& backend, Stream& stream, GroupKind group, DeviceMem
   level->latency_us = std::max(0.0, fixed) * 1e6 / std::max(1, steps);
   return ncclSuccess;
 }
+
+namespace {
 
 Result MeasureCodecs(Backend& backend, Stream& stream, costmodel::KernelThroughput* kernels) {
   const codec::Format format{8, codec::kDefaultBlock, false};
@@ -146,19 +173,19 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
   const bool levels = shape.hierarchical_allowed;
   if (!levels && backend.world_size() > 1) {
     const int world = backend.world_size();
-    ZPP_CHECK(MeasureLevel(backend, stream, GroupKind::kWorld, *send, *recv, world - 1, world - 1,
-                           &model->intra));
+    ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kWorld, *send, *recv), world - 1,
+                       world - 1, &model->intra));
     model->inter = model->intra;
     model->inter.gbps *= shape.min_local_size;  // the model's inter level is a node's link
   }
   if (levels && local > 1) {
-    ZPP_CHECK(MeasureLevel(backend, stream, GroupKind::kIntraNode, *send, *recv, local - 1,
-                           local - 1, &model->intra));
+    ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kIntraNode, *send, *recv), local - 1,
+                       local - 1, &model->intra));
   }
   if (levels && nodes > 1) {
     // All of a node's ranks gather at once through the node's link.
-    ZPP_CHECK(MeasureLevel(backend, stream, GroupKind::kInterNode, *send, *recv,
-                           static_cast<double>(local) * (nodes - 1), nodes - 1, &model->inter));
+    ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kInterNode, *send, *recv),
+                       static_cast<double>(local) * (nodes - 1), nodes - 1, &model->inter));
   }
   // The codec's buffers are this rank's alone, and no collective follows before the figures'
   // exchange: a rank that fails here says so there.

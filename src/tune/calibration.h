@@ -5,6 +5,7 @@
 // slowest figure of each, so that every rank builds the same decision table (contract 3).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,22 @@
 #include "tune/decision_table.h"
 
 namespace zpp::tune {
+
+// Times `calls` back-to-back calls of one level's all-gather of `bytes` per rank: *seconds for
+// all of them, as this rank's stream saw it.
+using BatchTimer = std::function<Result(size_t bytes, int calls, double* seconds)>;
+
+// Calls per timed batch. One call timed alone on a rank's own stream is short on the rank that
+// reached it last (its peers' data already there): on a GPU shared by time-sliced ranks that
+// read 9.7 us for a 9 ms call. Back to back, only a batch's first call can be short, so a batch
+// reads at least 3/4 of the true time.
+inline constexpr int kCallsPerBatch = 4;
+
+// A level's bandwidth and latency from batches timed at two sizes (the fastest of a few batches
+// per size, after a warm-up call): `sent_per_byte`, bytes that cross the level's link per byte of
+// one rank's piece; `steps`, its latency steps.
+Result FitLevel(const BatchTimer& time_batch, double sent_per_byte, int steps,
+                costmodel::LinkLevel* level);
 
 // This rank's figures into model->intra, ->inter and ->kernels (nodes and ranks per node from
 // `shape`). A level the shape does not have keeps the model's. Collective over the world: every
