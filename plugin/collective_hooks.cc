@@ -77,8 +77,15 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
   std::shared_ptr<zpp::ZppCommunicator> zpp = ZppFor(*state, valid, stream, &reason);
   if (zpp == nullptr) return pass_through(reason);
   const zpp::plan::Plan plan = zpp->Decide(zpp::engine::CallOf(args));
-  if (plan.kind == zpp::plan::PlanKind::kPassThrough) return pass_through(plan.reason);
-  if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);
+  // A planned call NCCL runs counts what NCCL's ring sends, as the engine counts the pass-throughs
+  // it runs itself: the planner's prediction, both as sent and as plain's (zppStats_t).
+  auto planned_pass_through = [&](zppPassThroughReason_t why) {
+    state->stats.AddPlainOffNode(plan.plain_off_node_bytes);
+    state->stats.AddSent(zppLinkInterNode, plan.plain_off_node_bytes);
+    return pass_through(why);
+  };
+  if (plan.kind == zpp::plan::PlanKind::kPassThrough) return planned_pass_through(plan.reason);
+  if (zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);
   zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream, forward};
   if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
     group.deferred.push_back(std::move(call));

@@ -95,6 +95,27 @@ TEST_F(DecisionTest, SmallAndIntegerCallsGoToNcclWithTheirReasons) {
   EXPECT_EQ(Reason(zppReasonDtype), 1u);
 }
 
+// What NCCL sends for a call zpp planned and passed through counts as NCCL's ring sends it, both
+// as sent and as plain's (zppStats_t), as the engine counts the pass-throughs it runs itself: a
+// GPU job's bytes then compare with plain's, pass-throughs included.
+TEST_F(DecisionTest, PassThroughsCountWhatNcclsRingSends) {
+  zppStats_t before{}, after{};
+  ASSERT_EQ(zppGetCommStats(comm_, &before), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), 1000, ncclFloat32, comm_, nullptr),
+            ncclSuccess);  // small
+  Recording().capturing = true;
+  EXPECT_EQ(
+      ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
+      ncclSuccess);
+  Recording().capturing = false;
+  ASSERT_EQ(zppGetCommStats(comm_, &after), ncclSuccess);
+  // Two nodes: each rank's shard enters the other node once.
+  const uint64_t ring = 1000 * sizeof(float) + kLarge * sizeof(float);
+  EXPECT_EQ(after.plain_off_node_bytes - before.plain_off_node_bytes, ring);
+  EXPECT_EQ(after.sent_bytes[zppLinkInterNode] - before.sent_bytes[zppLinkInterNode], ring);
+  EXPECT_EQ(after.sent_bytes[zppLinkIntraNode], before.sent_bytes[zppLinkIntraNode]);
+}
+
 TEST_F(DecisionTest, ReductionsReachZppWithTheirScale) {
   EXPECT_EQ(
       ncclReduceScatter(send_.data(), recv_.data(), kLarge, ncclFloat32, ncclSum, comm_, nullptr),
