@@ -5,8 +5,10 @@ Trains the benchmark model (bench/fsdp/gpt_text.py, one process, AdamW at the ha
 defaults) and, at the chosen steps, quantizes the whole flattened gradient as zpp's encoder does
 (blocks of --block, symmetric levels round-to-nearest, scale amax / levels) and as three
 alternatives would: the 32-point Hadamard rotation of each 32-run first (qwZ's and qAR's), a
-smaller block, and a scale clipped at c x the block's RMS (the clipped part is what error
-feedback would carry). Prints the relative L2 error of each, a Markdown table. Issue 26 asks why
+smaller block, a scale clipped at c x the block's RMS (the clipped part is what error
+feedback would carry), and the difference from the previous step's gradient (as qwZ's deltas code
+weights, with the previous gradient known exactly at both ends: the error is measured against
+this step's gradient). Prints the relative L2 error of each, a Markdown table. Issue 26 asks why
 the 3-bit gradient modes pull the loss down; this says which change lowers the per-step noise.
 
     python3 bench/convergence/gradient_quant_error.py [--steps 60] [--at 10,59]
@@ -63,21 +65,27 @@ def main():
     ways = [("amax (zpp)", {}), ("rotated", {"rotate": True}),
             (f"block {args.block // 4}", {"block": args.block // 4}),
             ("clip 2.0 rms", {"clip": 2.0}), ("clip 2.5 rms", {"clip": 2.5})]
-    print("| step | bits | " + " | ".join(name for name, _ in ways) + " |")
-    print("|---:|---:|" + "---:|" * len(ways))
+    print("| step | bits | " + " | ".join(name for name, _ in ways) + " | delta from last step |")
+    print("|---:|---:|" + "---:|" * (len(ways) + 1))
+    previous = None
     for step in range(args.steps):
         inputs, targets = batches.get(step)
         loss = gpt_text.loss_of(model, inputs, targets)
         optimizer.zero_grad()
         loss.backward()
-        if step in at:
-            gradient = np.concatenate([p.grad.detach().flatten().numpy()
-                                       for p in model.parameters()])
+        gradient = np.concatenate([p.grad.detach().flatten().numpy()
+                                   for p in model.parameters()]).astype(np.float64)
+        if step in at and previous is not None:
+            # Successive gradients are what a delta would code: its error relative to this one.
+            delta = gradient - previous
+            shrink = np.linalg.norm(delta) / np.linalg.norm(gradient)
             for bits in (3, 4):
                 row = [relative_error(gradient, bits, **{"block": args.block, **way})
                        for _, way in ways]
+                row.append(relative_error(delta, bits, args.block) * shrink)
                 print(f"| {step} | {bits} | " + " | ".join(f"{e:.3f}" for e in row) + " |",
                       flush=True)
+        previous = gradient
         optimizer.step()
 
 
