@@ -1,7 +1,8 @@
 """The GPU check's own checks, on the CPU: tools/gpu-check.sh --dry-run prints every part's
 commands with the preload pointing at the real build folder and every time limit inside one
 device call; tools/gpu-stage.sh's folder holds everything the scripts run;
-tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not.
+tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not;
+tools/gpu-bench.sh starts and quits its MPS daemon when asked.
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
 import os
 import re
@@ -104,6 +105,73 @@ class StageTest(unittest.TestCase):
             code, out = dry_run(stage)
             self.assertEqual(code, 0, out)
             self.assertIn(f"LD_PRELOAD={stage}/lib/libzpp.so", out)
+
+
+FAKE_MPS = """#!/bin/bash
+if [[ "$1" == -d ]]; then
+  echo "start $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_LOG"
+  [[ -n "${FAKE_MPS_FAIL:-}" ]] && { echo "cannot start: $FAKE_MPS_FAIL"; exit 1; }
+  exit 0
+fi
+echo "$(cat) $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_LOG"
+"""
+FAKE_BENCH = """#!/bin/bash
+json=""
+while (($#)); do [[ "$1" == --json ]] && json=$2; shift; done
+echo "pipe=${CUDA_MPS_PIPE_DIRECTORY:-none}"
+echo '{"rows": []}' > "$json"
+"""
+
+
+class BenchMpsTest(unittest.TestCase):
+    """tools/gpu-bench.sh with ZPP_BENCH_MPS=1 runs its ranks under an MPS daemon of its own and
+    quits it on exit; a daemon that does not start leaves the run time-sliced, said in the table
+    (a fake nvidia-smi, nvidia-cuda-mps-control and zpp-bench stand in)."""
+
+    def bench(self, scratch, **env):
+        bin_dir, build = os.path.join(scratch, "path"), os.path.join(scratch, "build")
+        os.makedirs(bin_dir)
+        os.makedirs(os.path.join(build, "bin"))
+        for path, text in ((os.path.join(bin_dir, "nvidia-smi"), "#!/bin/bash\necho Fake GPU\n"),
+                           (os.path.join(bin_dir, "nvidia-cuda-mps-control"), FAKE_MPS),
+                           (os.path.join(build, "bin", "zpp-bench"), FAKE_BENCH)):
+            with open(path, "w") as file:
+                file.write(text)
+            os.chmod(path, 0o755)
+        results, log = os.path.join(scratch, "results"), os.path.join(scratch, "mps.log")
+        run = subprocess.run(
+            ["bash", os.path.join(SOURCE, "tools", "gpu-bench.sh"), build], cwd=SOURCE,
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PATH": bin_dir + ":" + os.environ["PATH"],
+                 "ZPP_RESULTS": results, "FAKE_MPS_LOG": log, **env})
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        with open(os.path.join(results, "zpp_bench_gpu_fake_gpu.md")) as table:
+            text = table.read()
+        calls = open(log).read().splitlines() if os.path.exists(log) else []
+        return text, calls
+
+    def test_the_ranks_run_under_a_daemon_that_is_quit_after(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            table, calls = self.bench(scratch, ZPP_BENCH_MPS="1")
+            self.assertIn("MPS on (ZPP_BENCH_MPS=1", table)
+            self.assertEqual(len(calls), 2, calls)
+            start, pipe = calls[0].split()
+            self.assertEqual(start, "start")
+            self.assertIn(f"pipe={pipe}", table)  # the ranks were its clients
+            self.assertEqual(calls[1], f"quit {pipe}")
+
+    def test_a_daemon_that_does_not_start_leaves_the_run_time_sliced(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            table, calls = self.bench(scratch, ZPP_BENCH_MPS="1", FAKE_MPS_FAIL="no MPS here")
+            self.assertIn("did not start (cannot start: no MPS here", table)
+            self.assertIn("pipe=none", table)
+            self.assertEqual(len(calls), 1, calls)
+
+    def test_no_daemon_unless_asked(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            table, calls = self.bench(scratch)
+            self.assertIn("MPS off", table)
+            self.assertEqual(calls, [])
 
 
 TABLE = """zpp stats: per communicator and technique
