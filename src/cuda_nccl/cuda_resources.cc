@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "cuda_nccl/allocation_size.h"
+
 namespace zpp::cuda {
 
 Result Check(cudaError_t error, const char* what) {
@@ -36,7 +38,7 @@ CudaEvent::~CudaEvent() { cudaEventDestroy(handle_); }
 
 Result DeviceBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   void* data = nullptr;
-  ZPP_CUDA_CHECK(cudaMalloc(&data, bytes == 0 ? 1 : bytes));
+  ZPP_CUDA_CHECK(cudaMalloc(&data, AllocationSize(bytes)));
   out->reset(new DeviceBuffer(data, bytes));
   return ncclSuccess;
 }
@@ -45,7 +47,7 @@ DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
 
 Result MappedHostBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   void* data = nullptr;
-  ZPP_CUDA_CHECK(cudaHostAlloc(&data, bytes == 0 ? 1 : bytes, cudaHostAllocMapped));
+  ZPP_CUDA_CHECK(cudaHostAlloc(&data, AllocationSize(bytes), cudaHostAllocMapped));
   out->reset(new MappedHostBuffer(data, bytes));
   return ncclSuccess;
 }
