@@ -18,9 +18,10 @@ namespace zpp::tune {
 namespace {
 
 // Two sizes per level (bytes per rank): latency from the small one, bandwidth from the slope.
-// Small enough that a 50 Mbit/s link takes about a second for all of it (13 calls a size).
-constexpr size_t kSmall = 8 << 10;
-constexpr size_t kLarge = 256 << 10;
+// The large one starts small enough that a 50 Mbit/s link takes about a second for all of it
+// (13 calls a size), and grows where the link is fast (ProbeSizes).
+constexpr size_t kMaxProbeBytes = 16 << 20;
+constexpr size_t kMaxGatheredBytes = 256 << 20;
 constexpr int kRepeats = 3;  // after one warm-up; the fastest counts
 // The codec's operations on 1 Mi fp32 elements (4 MiB), int8 pieces.
 constexpr size_t kCodecElements = size_t{1} << 20;
@@ -70,18 +71,38 @@ BatchTimer LevelTimer(Backend& backend, Stream& stream, GroupKind group, DeviceM
 
 }  // namespace
 
+size_t MaxProbeBytes(int world) {
+  size_t bytes = kLargeBytes;
+  while (bytes * 4 <= kMaxProbeBytes &&
+         bytes * 4 * static_cast<size_t>(std::max(1, world)) <= kMaxGatheredBytes) {
+    bytes *= 4;
+  }
+  return bytes;
+}
+
 Result FitLevel(const BatchTimer& time_batch, double sent_per_byte, int steps,
-                costmodel::LinkLevel* level) {
+                const ProbeSizes& sizes, costmodel::LinkLevel* level, size_t* large_bytes) {
   double small = 0, large = 0;
-  ZPP_CHECK(PerCall(time_batch, kSmall, &small));
-  ZPP_CHECK(PerCall(time_batch, kLarge, &large));
-  const double extra_bytes = sent_per_byte * static_cast<double>(kLarge - kSmall);
+  ZPP_CHECK(PerCall(time_batch, kSmallBytes, &small));
+  size_t probe = kLargeBytes;
+  for (;;) {
+    ZPP_CHECK(PerCall(time_batch, probe, &large));
+    // max_bytes is the same on every rank, so a growth agreed by all stays inside every buffer.
+    const bool can_grow = probe * 4 <= sizes.max_bytes;
+    const bool content = !can_grow || large >= kLargeOverSmall * small;
+    bool grow = !content;
+    if (sizes.agree) ZPP_CHECK(sizes.agree(content, &grow));
+    if (!grow) break;
+    probe *= 4;
+  }
+  if (large_bytes != nullptr) *large_bytes = probe;
+  const double extra_bytes = sent_per_byte * static_cast<double>(probe - kSmallBytes);
   // A slope at or under zero (the small size as slow as the large): the link is faster than the
   // sizes can tell; its bandwidth is then what the large size moved in its whole time.
   const double slope = large > small ? (large - small) / extra_bytes
-                                     : large / (sent_per_byte * static_cast<double>(kLarge));
+                                     : large / (sent_per_byte * static_cast<double>(probe));
   level->gbps = 8.0 / (slope * 1e9);
-  const double fixed = small - slope * sent_per_byte * static_cast<double>(kSmall);
+  const double fixed = small - slope * sent_per_byte * static_cast<double>(kSmallBytes);
   level->latency_us = std::max(0.0, fixed) * 1e6 / std::max(1, steps);
   return ncclSuccess;
 }
@@ -155,10 +176,19 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
   const int local = backend.GroupSize(GroupKind::kIntraNode);
   // Buffers first, agreed: a rank that could not allocate must not leave the others waiting in
   // the collectives below.
+  // The largest probe where there is room for it, else the smallest; the size is agreed below.
+  const size_t world = static_cast<size_t>(backend.world_size());
   std::unique_ptr<DeviceMemory> send, recv;
-  const bool allocated =
-      backend.Allocate(kLarge, &send) == ncclSuccess &&
-      backend.Allocate(static_cast<size_t>(backend.world_size()) * kLarge, &recv) == ncclSuccess;
+  ProbeSizes sizes;
+  sizes.max_bytes = MaxProbeBytes(backend.world_size());
+  const auto allocate = [&](size_t bytes) {
+    send.reset();
+    recv.reset();
+    return backend.Allocate(bytes, &send) == ncclSuccess &&
+           backend.Allocate(world * bytes, &recv) == ncclSuccess;
+  };
+  const bool roomy = allocate(sizes.max_bytes);
+  const bool allocated = roomy || allocate(kLargeBytes);
   topology::SetUpOutcome outcome;
   ZPP_CHECK(topology::AgreeOnOutcome(exchange, allocated, &outcome));
   if (!outcome.all_ok) {
@@ -168,25 +198,38 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
         outcome.Describe().c_str());
     return ncclSuccess;
   }
+  topology::SetUpOutcome room;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, roomy, &room));
+  if (!room.all_ok) sizes.max_bytes = kLargeBytes;
+  sizes.agree = [&exchange](bool content, bool* grow) {
+    topology::SetUpOutcome all;
+    ZPP_CHECK(topology::AgreeOnOutcome(exchange, content, &all));
+    *grow = !all.all_ok;
+    return ncclSuccess;
+  };
+  size_t intra_probe = 0, inter_probe = 0;
   // Hierarchical groups exist only on uniform layouts; elsewhere the world's collectives stand
   // for both levels.
   const bool levels = shape.hierarchical_allowed;
-  if (!levels && backend.world_size() > 1) {
-    const int world = backend.world_size();
-    ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kWorld, *send, *recv), world - 1,
-                       world - 1, &model->intra));
+  if (!levels && world > 1) {
+    const int ranks = backend.world_size();
+    ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kWorld, *send, *recv), ranks - 1,
+                       ranks - 1, sizes, &model->intra, &intra_probe));
     model->inter = model->intra;
     model->inter.gbps *= shape.min_local_size;  // the model's inter level is a node's link
   }
   if (levels && local > 1) {
     ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kIntraNode, *send, *recv), local - 1,
-                       local - 1, &model->intra));
+                       local - 1, sizes, &model->intra, &intra_probe));
   }
   if (levels && nodes > 1) {
     // All of a node's ranks gather at once through the node's link.
     ZPP_CHECK(FitLevel(LevelTimer(backend, stream, GroupKind::kInterNode, *send, *recv),
-                       static_cast<double>(local) * (nodes - 1), nodes - 1, &model->inter));
+                       static_cast<double>(local) * (nodes - 1), nodes - 1, sizes, &model->inter,
+                       &inter_probe));
   }
+  ZPP_INFO(kTune, "bandwidth probes (per rank): intra %zu KiB, inter %zu KiB (at most %zu KiB)",
+           intra_probe >> 10, inter_probe >> 10, sizes.max_bytes >> 10);
   // The codec's buffers are this rank's alone, and no collective follows before the figures'
   // exchange: a rank that fails here says so there.
   *measured = MeasureCodecs(backend, stream, &model->kernels) == ncclSuccess;

@@ -27,11 +27,34 @@ using BatchTimer = std::function<Result(size_t bytes, int calls, double* seconds
 // reads at least 3/4 of the true time.
 inline constexpr int kCallsPerBatch = 4;
 
+// Every rank's word on the large size just timed: `content` false asks for a larger one; *grow is
+// true when any rank asked. Collective over the world, so that every rank times the same sizes.
+using GrowAgreement = std::function<Result(bool content, bool* grow)>;
+
+// The bandwidth probe's sizes (bytes per rank). It starts at kLargeBytes and grows fourfold,
+// up to `max_bytes` (what the buffers hold, the same on every rank), until a call of it takes
+// kLargeOverSmall times the small call: then the bytes' own time is three times the fixed part,
+// and jitter of the fixed part's size moves the bandwidth by a third at most. At 256 KiB alone,
+// the H100 testbed's 4.4 ms calls read an intra-node link at half the inter-node one's speed
+// over the same loopback sockets (2026-11-27), and ZPP_TUNE=auto lost to zero++ from 4 MiB.
+inline constexpr size_t kSmallBytes = 8 << 10;
+inline constexpr size_t kLargeBytes = 256 << 10;
+inline constexpr double kLargeOverSmall = 4.0;
+struct ProbeSizes {
+  size_t max_bytes = kLargeBytes;
+  GrowAgreement agree;  // null: this rank decides alone (a test, or a world of one)
+};
+
 // A level's bandwidth and latency from batches timed at two sizes (the fastest of a few batches
 // per size, after a warm-up call): `sent_per_byte`, bytes that cross the level's link per byte of
-// one rank's piece; `steps`, its latency steps.
+// one rank's piece; `steps`, its latency steps. *large_bytes (may be null): the probe's size.
 Result FitLevel(const BatchTimer& time_batch, double sent_per_byte, int steps,
-                costmodel::LinkLevel* level);
+                const ProbeSizes& sizes, costmodel::LinkLevel* level,
+                size_t* large_bytes = nullptr);
+
+// The largest probe a world of `world` ranks allocates: 16 MiB a rank, and at most 256 MiB for
+// the gathered buffer, in kLargeBytes times a power of 4.
+size_t MaxProbeBytes(int world);
 
 // This rank's figures into model->intra, ->inter and ->kernels (nodes and ranks per node from
 // `shape`). A level the shape does not have keeps the model's. Collective over the world: every
