@@ -6,11 +6,9 @@
 # runs it. Usage: tools/gpu-bench.sh [BUILD_DIR] [extra zpp-bench flags...]
 #   ZPP_BENCH_MODES  the modes (default: plain NCCL and each technique, zero++)
 #   ZPP_BENCH_NAME   the results' file name (default zpp_bench_gpu)
-#   ZPP_BENCH_MPS    1: the ranks run as clients of an MPS daemon this script starts and quits.
-#                    Without MPS the processes' kernels never overlap (each has its own context),
-#                    so NCCL's kernels wait on each other through the GPU's time slices: on the
-#                    H100 an 8-byte call took 9 ms. A daemon that does not start leaves the run
-#                    time-sliced, and the table's header says so.
+#   ZPP_BENCH_MPS    1: the ranks run as clients of an MPS daemon this script starts and quits
+#                    (tools/mps.sh). A daemon that does not start leaves the run time-sliced,
+#                    and the table's header says so.
 set -uo pipefail
 build=$(realpath -m "${1:-build}")
 shift || true
@@ -21,21 +19,11 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 tag=$(echo "$gpu" | tr 'A-Z ' 'a-z_' | tr -cd 'a-z0-9_')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mps="MPS off: the ranks time-slice the GPU"
-if pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
-  mps="MPS on (a daemon this script did not start)"
-elif [[ "${ZPP_BENCH_MPS:-0}" == 1 ]]; then
-  export CUDA_MPS_PIPE_DIRECTORY="$work/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps-log"
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d > "$work/mps.err" 2>&1; then
-    mps="MPS on (ZPP_BENCH_MPS=1: a daemon of this run's own)"
-    # Quit it before the folder that holds its pipes goes: nothing is left running.
-    trap 'echo quit | nvidia-cuda-mps-control > /dev/null 2>&1; rm -rf "$work"' EXIT
-  else
-    mps="MPS asked for, but its daemon did not start ($(head -c 200 "$work/mps.err")): time-sliced"
-    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-  fi
-fi
+# shellcheck source=tools/mps.sh
+source "$root/tools/mps.sh"
+mps_start "$work" "${ZPP_BENCH_MPS:-0}" ZPP_BENCH_MPS
+# Quit the daemon before the folder that holds its pipes goes: nothing is left running.
+trap 'mps_quit; rm -rf "$work"' EXIT
 echo "gpu-bench: $mps"
 results=$(realpath -m "${ZPP_RESULTS:-bench/results}")
 name=${ZPP_BENCH_NAME:-zpp_bench_gpu}

@@ -23,6 +23,7 @@ constexpr std::array kOtherVariables = {
     OtherVariable{"ZPP_CHECK_NCCL", "tools/gpu-check.sh: the libnccl.so.2 to test against"},
     OtherVariable{"ZPP_CHECK_MODES", "tools/gpu-check.sh: the plugin modes to run"},
     OtherVariable{"ZPP_CHECK_RANK_TIMEOUT", "tools/gpu-check.sh: seconds one rank may run"},
+    OtherVariable{"ZPP_CHECK_MPS", "tools/gpu-check.sh: 1 runs the ranks under an MPS daemon"},
     OtherVariable{"ZPP_CHECK_SANITIZER_TIMEOUT",
                   "tools/gpu-check.sh: seconds one rank may run under compute-sanitizer"},
     OtherVariable{"ZPP_CORPUS_DIR",

@@ -2,7 +2,7 @@
 commands with the preload pointing at the real build folder and every time limit inside one
 device call; tools/gpu-stage.sh's folder holds everything the scripts run;
 tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not;
-tools/gpu-bench.sh starts and quits its MPS daemon when asked.
+tools/gpu-bench.sh and tools/gpu-check.sh start and quit their MPS daemon when asked.
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
 import os
 import re
@@ -172,6 +172,44 @@ class BenchMpsTest(unittest.TestCase):
             table, calls = self.bench(scratch)
             self.assertIn("MPS off", table)
             self.assertEqual(calls, [])
+
+
+class CheckMpsTest(unittest.TestCase):
+    """tools/gpu-check.sh with ZPP_CHECK_MPS=1 starts a daemon of its own for its parts, says so
+    in the report and quits it on exit; it refuses the sanitizer parts under it."""
+
+    def test_the_parts_run_under_a_daemon_that_is_quit_after(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            bin_dir, build = os.path.join(scratch, "path"), os.path.join(scratch, "build")
+            os.makedirs(bin_dir)
+            os.makedirs(os.path.join(build, "lib"))
+            open(os.path.join(build, "lib", "libzpp.so"), "w").close()
+            for name, text in (("nvidia-smi", "#!/bin/bash\necho Fake GPU\n"),
+                               ("nvidia-cuda-mps-control", FAKE_MPS)):
+                path = os.path.join(bin_dir, name)
+                with open(path, "w") as file:
+                    file.write(text)
+                os.chmod(path, 0o755)
+            results, log = os.path.join(scratch, "results"), os.path.join(scratch, "mps.log")
+            run = subprocess.run(
+                ["bash", os.path.join(SOURCE, "tools", "gpu-check.sh"), build, "probe"],
+                cwd=SOURCE, capture_output=True, text=True, timeout=60,
+                env={**os.environ, "PATH": bin_dir + ":" + os.environ["PATH"],
+                     "ZPP_RESULTS": results, "FAKE_MPS_LOG": log, "ZPP_CHECK_MPS": "1"})
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            calls = open(log).read().splitlines()
+            self.assertEqual(len(calls), 2, calls)
+            start, pipe = calls[0].split()
+            self.assertEqual(start, "start")
+            self.assertEqual(calls[1], f"quit {pipe}")
+            with open(os.path.join(results, "plugin_gpu_fake_gpu.md")) as report:
+                self.assertIn("MPS on (ZPP_CHECK_MPS=1", report.read())
+
+    def test_the_sanitizer_parts_refuse_it(self):
+        for part in ("codec-mem", "memcheck", "racecheck"):
+            code, out = dry_run(BUILD, part, env={"ZPP_CHECK_MPS": "1"})
+            self.assertEqual(code, 2, out)
+            self.assertIn("without MPS", out)
 
 
 TABLE = """zpp stats: per communicator and technique
