@@ -26,31 +26,42 @@ constexpr int kRepeats = 3;  // after one warm-up; the fastest counts
 // The codec's operations on 1 Mi fp32 elements (4 MiB), int8 pieces.
 constexpr size_t kCodecElements = size_t{1} << 20;
 
-Result Fastest(Backend& backend, Stream& stream, const std::function<Result()>& work,
-               double* seconds) {
+// One call's time: after a warm-up call (connections, first touch), the fastest of kRepeats
+// batches of `calls` back to back, per call.
+Result FastestPerCall(const std::function<Result(int calls, double* seconds)>& time_batch,
+                      int calls, double* seconds) {
   double ignored = 0;
-  ZPP_CHECK(backend.TimeWork(stream, work, &ignored));  // warm-up: connections, first touch
-  *seconds = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < kRepeats; ++i) {
-    double took = 0;
-    ZPP_CHECK(backend.TimeWork(stream, work, &took));
-    *seconds = std::min(*seconds, took);
-  }
-  return ncclSuccess;
-}
-
-// One call's time at `bytes`: the fastest batch's, per call.
-Result PerCall(const BatchTimer& time_batch, size_t bytes, double* seconds) {
-  double ignored = 0;
-  ZPP_CHECK(time_batch(bytes, 1, &ignored));  // warm-up: connections, first touch
+  ZPP_CHECK(time_batch(1, &ignored));
   double fastest = std::numeric_limits<double>::infinity();
   for (int i = 0; i < kRepeats; ++i) {
     double took = 0;
-    ZPP_CHECK(time_batch(bytes, kCallsPerBatch, &took));
+    ZPP_CHECK(time_batch(calls, &took));
     fastest = std::min(fastest, took);
   }
-  *seconds = fastest / kCallsPerBatch;
+  *seconds = fastest / calls;
   return ncclSuccess;
+}
+
+// A codec operation's time: one call a batch (its own stream, nobody to wait for).
+Result Fastest(Backend& backend, Stream& stream, const std::function<Result()>& work,
+               double* seconds) {
+  return FastestPerCall(
+      [&](int calls, double* took) {
+        return backend.TimeWork(
+            stream,
+            [&] {
+              for (int c = 0; c < calls; ++c) ZPP_CHECK(work());
+              return ncclSuccess;
+            },
+            took);
+      },
+      1, seconds);
+}
+
+// A collective's time at `bytes`: batches of kCallsPerBatch (calibration.h says why).
+Result PerCall(const BatchTimer& time_batch, size_t bytes, double* seconds) {
+  return FastestPerCall([&](int calls, double* took) { return time_batch(bytes, calls, took); },
+                        kCallsPerBatch, seconds);
 }
 
 // A level's all-gather, `calls` times back to back, timed on this rank's stream.
