@@ -123,21 +123,32 @@ echo '{"rows": []}' > "$json"
 """
 
 
+def fake_machine(scratch, path_tools, build_tools=()):
+    """A GPU machine's stand-ins under `scratch`: a PATH folder with a fake nvidia-smi and
+    `path_tools` ((name, script) pairs), and a build folder with lib/libzpp.so and bin/
+    `build_tools`. Returns the PATH folder and the build folder."""
+    bin_dir, build = os.path.join(scratch, "path"), os.path.join(scratch, "build")
+    for folder in (bin_dir, os.path.join(build, "lib"), os.path.join(build, "bin")):
+        os.makedirs(folder)
+    open(os.path.join(build, "lib", "libzpp.so"), "w").close()
+    scripts = [(os.path.join(bin_dir, "nvidia-smi"), "#!/bin/bash\necho Fake GPU\n")]
+    scripts += [(os.path.join(bin_dir, name), text) for name, text in path_tools]
+    scripts += [(os.path.join(build, "bin", name), text) for name, text in build_tools]
+    for path, text in scripts:
+        with open(path, "w") as file:
+            file.write(text)
+        os.chmod(path, 0o755)
+    return bin_dir, build
+
+
 class BenchMpsTest(unittest.TestCase):
     """tools/gpu-bench.sh with ZPP_BENCH_MPS=1 runs its ranks under an MPS daemon of its own and
     quits it on exit; a daemon that does not start leaves the run time-sliced, said in the table
     (a fake nvidia-smi, nvidia-cuda-mps-control and zpp-bench stand in)."""
 
     def bench(self, scratch, **env):
-        bin_dir, build = os.path.join(scratch, "path"), os.path.join(scratch, "build")
-        os.makedirs(bin_dir)
-        os.makedirs(os.path.join(build, "bin"))
-        for path, text in ((os.path.join(bin_dir, "nvidia-smi"), "#!/bin/bash\necho Fake GPU\n"),
-                           (os.path.join(bin_dir, "nvidia-cuda-mps-control"), FAKE_MPS),
-                           (os.path.join(build, "bin", "zpp-bench"), FAKE_BENCH)):
-            with open(path, "w") as file:
-                file.write(text)
-            os.chmod(path, 0o755)
+        bin_dir, build = fake_machine(scratch, [("nvidia-cuda-mps-control", FAKE_MPS)],
+                                      [("zpp-bench", FAKE_BENCH)])
         results, log = os.path.join(scratch, "results"), os.path.join(scratch, "mps.log")
         run = subprocess.run(
             ["bash", os.path.join(SOURCE, "tools", "gpu-bench.sh"), build], cwd=SOURCE,
@@ -180,16 +191,7 @@ class CheckMpsTest(unittest.TestCase):
 
     def test_the_parts_run_under_a_daemon_that_is_quit_after(self):
         with tempfile.TemporaryDirectory() as scratch:
-            bin_dir, build = os.path.join(scratch, "path"), os.path.join(scratch, "build")
-            os.makedirs(bin_dir)
-            os.makedirs(os.path.join(build, "lib"))
-            open(os.path.join(build, "lib", "libzpp.so"), "w").close()
-            for name, text in (("nvidia-smi", "#!/bin/bash\necho Fake GPU\n"),
-                               ("nvidia-cuda-mps-control", FAKE_MPS)):
-                path = os.path.join(bin_dir, name)
-                with open(path, "w") as file:
-                    file.write(text)
-                os.chmod(path, 0o755)
+            bin_dir, build = fake_machine(scratch, [("nvidia-cuda-mps-control", FAKE_MPS)])
             results, log = os.path.join(scratch, "results"), os.path.join(scratch, "mps.log")
             run = subprocess.run(
                 ["bash", os.path.join(SOURCE, "tools", "gpu-check.sh"), build, "probe"],
@@ -210,6 +212,61 @@ class CheckMpsTest(unittest.TestCase):
             code, out = dry_run(BUILD, part, env={"ZPP_CHECK_MPS": "1"})
             self.assertEqual(code, 2, out)
             self.assertIn("without MPS", out)
+
+
+FAKE_SANITIZER = """#!/bin/bash
+# compute-sanitizer's stand-in: one check's result line where the rank's --out names, then as
+# FAKE_SANITIZER says: clean, a finding (exit 3, as --error-exitcode 3), or past the time limit.
+out=""
+while (($#)); do [[ "$1" == --out ]] && out=$2; shift; done
+echo '{"case": "sweep", "ok": true}' > "$out"
+echo "========= COMPUTE-SANITIZER"
+case "$FAKE_SANITIZER" in
+  finding) printf '========= Invalid __global__ read of size 4 bytes\n=========     at zppFakeKernel+0x10\n'
+           exit 3 ;;
+  slow) sleep 30 ;;
+esac
+exit 0
+"""
+
+
+class SanitizerReportTest(unittest.TestCase):
+    """The sanitizer parts' report tells a clean run, a finding (with the finding's first line)
+    and a run stopped by its time limit (with how far it got) apart: the first H100 run printed
+    'ERRORS or timed out' for all three, and nothing of what was found."""
+
+    def report(self, behaviour):
+        with tempfile.TemporaryDirectory() as scratch:
+            bin_dir, build = fake_machine(scratch, [("compute-sanitizer", FAKE_SANITIZER)])
+            results = os.path.join(scratch, "results")
+            run = subprocess.run(
+                ["bash", os.path.join(SOURCE, "tools", "gpu-check.sh"), build, "memcheck"],
+                cwd=SOURCE, capture_output=True, text=True, timeout=60,
+                env={**os.environ, "PATH": bin_dir + ":" + os.environ["PATH"],
+                     "ZPP_RESULTS": results, "ZPP_CHECK_MODES": "qwz4",
+                     "ZPP_CHECK_SANITIZER_TIMEOUT": "2", "FAKE_SANITIZER": behaviour})
+            with open(os.path.join(results, "plugin_gpu_fake_gpu.md")) as report:
+                rows = [line for line in report if line.startswith("| qwz4 |")]
+            self.assertEqual(len(rows), 1, run.stdout + run.stderr)
+            return run.returncode, rows[0]
+
+    def test_clean(self):
+        code, row = self.report("clean")
+        self.assertEqual(code, 0, row)
+        self.assertIn("clean (4 checks)", row)
+
+    def test_a_finding_is_named(self):
+        code, row = self.report("finding")
+        self.assertNotEqual(code, 0, row)
+        self.assertIn("ERRORS (4 checks done)", row)
+        self.assertIn("Invalid __global__ read of size 4 bytes", row)
+        self.assertIn("zppFakeKernel", row)
+
+    def test_a_time_out_is_told_from_a_finding(self):
+        code, row = self.report("slow")
+        self.assertNotEqual(code, 0, row)
+        self.assertIn("TIMED OUT after 2 s", row)
+        self.assertIn("4 checks done; no finding before it", row)
 
 
 TABLE = """zpp stats: per communicator and technique
