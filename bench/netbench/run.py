@@ -212,11 +212,13 @@ def step_stats(directory, ranks, first, last):
         with open(os.path.join(directory, "stats", f"stats{rank}.json")) as source:
             per_rank.append(json.load(source)["steps"])
 
-    def inter(snapshot):
-        return snapshot["sent_bytes"]["inter_node"] + snapshot["sent_bytes"]["inter_rack"]
+    def inter(snapshot, key="sent_bytes"):
+        sent = snapshot.get(key, {})
+        return sent.get("inter_node", 0) + sent.get("inter_rack", 0)
 
     steady = sum(inter(s[last]) - inter(s[first - 1]) for s in per_rank) / (last - first + 1)
-    total = sum(inter(s[-1]) for s in per_rank)
+    # On the wire too: zpp's own agreements and ZPP_TUNE=auto's calibration, outside the calls.
+    total = sum(inter(s[-1]) + inter(s[-1], "control_sent_bytes") for s in per_rank)
     summed = {}
     for key in ("calls", "pass_through"):
         summed[key] = {}

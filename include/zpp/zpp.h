@@ -110,6 +110,11 @@ typedef struct {
    * refresh, or after a verification failure). */
   uint64_t qwz_delta_calls;
   uint64_t qwz_delta_full;
+  /* Bytes zpp's own control traffic sent over each link, outside the calls it was given and so
+   * outside sent_bytes: the ranks' agreements at set-up and at step epochs, and ZPP_TUNE=auto's
+   * link calibration (its all-gathers, up to 16 MiB a rank). Counted by the CPU backend, exactly,
+   * from the topology's discovery on; 0 on GPUs. */
+  uint64_t control_sent_bytes[zppNumLinks];
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);

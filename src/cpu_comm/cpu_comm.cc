@@ -133,6 +133,8 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
       ZPP_WARN("%s", line.c_str());
     }
   }
+  // Everything this world sent so far was set-up: the agreements and the calibration.
+  CountControlSince({});
   return ncclSuccess;
 }
 
@@ -143,16 +145,28 @@ Result CpuComm::Finish(Result launched) {
   return backend_->AsyncError();
 }
 
+std::array<uint64_t, zppNumLinks> CpuComm::SentSoFar() const {
+  std::array<uint64_t, zppNumLinks> sent{};
+  for (int link = 0; link < zppNumLinks; ++link) {
+    sent[link] = world_->SentBytes(rank_, static_cast<zppLink_t>(link));
+  }
+  return sent;
+}
+
+void CpuComm::CountControlSince(const std::array<uint64_t, zppNumLinks>& before) {
+  const std::array<uint64_t, zppNumLinks> now = SentSoFar();
+  for (int link = 0; link < zppNumLinks; ++link) {
+    stats_.AddControlSent(static_cast<zppLink_t>(link), now[link] - before[link]);
+  }
+}
+
 template <typename Body>
 Result CpuComm::Counted(Body&& body) {
-  std::array<uint64_t, zppNumLinks> before{};
-  for (int link = 0; link < zppNumLinks; ++link) {
-    before[link] = world_->SentBytes(rank_, static_cast<zppLink_t>(link));
-  }
+  const std::array<uint64_t, zppNumLinks> before = SentSoFar();
   const Result result = Finish(body());
+  const std::array<uint64_t, zppNumLinks> now = SentSoFar();
   for (int link = 0; link < zppNumLinks; ++link) {
-    const auto kind = static_cast<zppLink_t>(link);
-    stats_.AddSent(kind, world_->SentBytes(rank_, kind) - before[link]);
+    stats_.AddSent(static_cast<zppLink_t>(link), now[link] - before[link]);
   }
   return result;
 }
@@ -174,7 +188,10 @@ Result CpuComm::AtEpochAdvance() {
   watched_epoch_ = epoch;
   // Every rank is here at the same call: the first after the same optimizer step.
   BackendByteAllGather exchange(*backend_, *stream_);
-  return trials_->running() ? AdvanceTrials(exchange) : WatchDrift(exchange);
+  const std::array<uint64_t, zppNumLinks> before = SentSoFar();
+  const Result result = trials_->running() ? AdvanceTrials(exchange) : WatchDrift(exchange);
+  CountControlSince(before);
+  return result;
 }
 
 Result CpuComm::AdvanceTrials(BackendByteAllGather& exchange) {

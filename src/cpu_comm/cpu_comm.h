@@ -93,6 +93,10 @@ class CpuComm {
   Result Finish(Result launched);  // waits for the stream, reports the first failure
   template <typename Body>
   Result Counted(Body&& body);
+  // This rank's bytes sent so far on each link of its world (exact), and those sent since
+  // `before` into the control counters (zpp's agreements and calibration, outside any call).
+  std::array<uint64_t, zppNumLinks> SentSoFar() const;
+  void CountControlSince(const std::array<uint64_t, zppNumLinks>& before);
   // Counted, and with ZPP_TUNE=auto the call's wall time into the stats beside the model's, and
   // into the trials' log.
   template <typename Body>

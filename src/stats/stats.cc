@@ -20,6 +20,11 @@ void StatsCounters::AddSent(zppLink_t link, uint64_t bytes) {
   if (parent_ != nullptr) parent_->AddSent(link, bytes);
 }
 
+void StatsCounters::AddControlSent(zppLink_t link, uint64_t bytes) {
+  control_sent_bytes_[link].fetch_add(bytes, std::memory_order_relaxed);
+  if (parent_ != nullptr) parent_->AddControlSent(link, bytes);
+}
+
 void StatsCounters::AddHpzHit() {
   hpz_hits_.fetch_add(1, std::memory_order_relaxed);
   if (parent_ != nullptr) parent_->AddHpzHit();
@@ -73,6 +78,7 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
   }
   for (int i = 0; i < zppNumLinks; ++i) {
     out->sent_bytes[i] = sent_bytes_[i].load(std::memory_order_relaxed);
+    out->control_sent_bytes[i] = control_sent_bytes_[i].load(std::memory_order_relaxed);
   }
   out->hpz_hits = hpz_hits_.load(std::memory_order_relaxed);
   out->hpz_misses = hpz_misses_.load(std::memory_order_relaxed);

@@ -19,6 +19,8 @@ class StatsCounters {
   void AddCall(zppPath_t path, uint64_t input_bytes);
   void AddPassThrough(zppPassThroughReason_t reason, uint64_t input_bytes);
   void AddSent(zppLink_t link, uint64_t bytes);
+  // zpp's own agreements and calibration (zppStats_t::control_sent_bytes).
+  void AddControlSent(zppLink_t link, uint64_t bytes);
   void AddHpzHit();
   void AddHpzMiss();
   void AddHpzVerifyFailures(uint64_t n);
@@ -46,6 +48,7 @@ class StatsCounters {
   std::array<std::atomic<uint64_t>, zppNumPaths> input_bytes_{};
   std::array<std::atomic<uint64_t>, zppNumReasons> passthrough_{};
   std::array<std::atomic<uint64_t>, zppNumLinks> sent_bytes_{};
+  std::array<std::atomic<uint64_t>, zppNumLinks> control_sent_bytes_{};
   std::atomic<uint64_t> hpz_hits_{0};
   std::atomic<uint64_t> hpz_misses_{0};
   std::atomic<uint64_t> hpz_verify_failures_{0};

@@ -24,6 +24,7 @@ class Stats(ctypes.Structure):
         ("qgz_ef_without", ctypes.c_uint64),
         ("qwz_delta_calls", ctypes.c_uint64),
         ("qwz_delta_full", ctypes.c_uint64),
+        ("control_sent_bytes", ctypes.c_uint64 * 3),
     ]
 
     def as_dict(self, reason_names):
@@ -50,6 +51,9 @@ class Stats(ctypes.Structure):
             "qgz_ef_without": self.qgz_ef_without,
             "qwz_delta_calls": self.qwz_delta_calls,
             "qwz_delta_full": self.qwz_delta_full,
+            "control_sent_bytes": {"intra_node": self.control_sent_bytes[0],
+                                   "inter_node": self.control_sent_bytes[1],
+                                   "inter_rack": self.control_sent_bytes[2]},
         }
 
 
