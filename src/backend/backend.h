@@ -101,6 +101,11 @@ class Backend {
   virtual int GroupSize(GroupKind kind) const = 0;
 
   virtual Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) = 0;
+  // Allocate where no room is an answer, not an error (a large buffer tried before a smaller
+  // one): the same result, without the warning a failed Allocate logs.
+  virtual Result TryAllocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+    return Allocate(bytes, out);
+  }
   // Device memory the host may also read at any time, without synchronizing (mapped pinned
   // memory on CUDA): for counters the device bumps and the host reports when it next looks.
   // The host may initialize it through data() before any device work uses it.

@@ -164,6 +164,10 @@ Result CudaNcclBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* ou
   return DeviceBuffer::Create(bytes, out);
 }
 
+Result CudaNcclBackend::TryAllocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  return DeviceBuffer::TryCreate(bytes, out);
+}
+
 Result CudaNcclBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   ZPP_CHECK(MappedHostBuffer::Create(bytes, out));
   std::memset((*out)->data(), 0, bytes);

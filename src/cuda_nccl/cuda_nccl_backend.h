@@ -49,6 +49,7 @@ class CudaNcclBackend final : public Backend {
   int GroupSize(GroupKind kind) const override { return groups_[Index(kind)].size; }
 
   Result Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
+  Result TryAllocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
   Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
   Result CreateStream(std::unique_ptr<Stream>* out) override;
   Result CreateEvent(std::unique_ptr<Event>* out) override;

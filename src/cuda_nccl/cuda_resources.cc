@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cuda_nccl/allocation_size.h"
+#include "log/log.h"
 
 namespace zpp::cuda {
 
@@ -39,6 +40,19 @@ CudaEvent::~CudaEvent() { cudaEventDestroy(handle_); }
 Result DeviceBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
   void* data = nullptr;
   ZPP_CUDA_CHECK(cudaMalloc(&data, AllocationSize(bytes)));
+  out->reset(new DeviceBuffer(data, bytes));
+  return ncclSuccess;
+}
+
+Result DeviceBuffer::TryCreate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+  void* data = nullptr;
+  const cudaError_t error = cudaMalloc(&data, AllocationSize(bytes));
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the next, unrelated check must not see it
+    ZPP_INFO(kInit, "no room for %zu bytes of device memory (%s): a smaller size is tried", bytes,
+             cudaGetErrorString(error));
+    return ncclUnhandledCudaError;
+  }
   out->reset(new DeviceBuffer(data, bytes));
   return ncclSuccess;
 }

@@ -192,14 +192,16 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
   std::unique_ptr<DeviceMemory> send, recv;
   ProbeSizes sizes;
   sizes.max_bytes = MaxProbeBytes(backend.world_size());
-  const auto allocate = [&](size_t bytes) {
+  const auto allocate = [&](size_t bytes, bool quiet) {
     send.reset();
     recv.reset();
-    return backend.Allocate(bytes, &send) == ncclSuccess &&
-           backend.Allocate(world * bytes, &recv) == ncclSuccess;
+    const auto take = [&](size_t size, std::unique_ptr<DeviceMemory>* out) {
+      return (quiet ? backend.TryAllocate(size, out) : backend.Allocate(size, out)) == ncclSuccess;
+    };
+    return take(bytes, &send) && take(world * bytes, &recv);
   };
-  const bool roomy = allocate(sizes.max_bytes);
-  const bool allocated = roomy || allocate(kLargeBytes);
+  const bool roomy = allocate(sizes.max_bytes, true);
+  const bool allocated = roomy || allocate(kLargeBytes, false);
   topology::SetUpOutcome outcome;
   ZPP_CHECK(topology::AgreeOnOutcome(exchange, allocated, &outcome));
   if (!outcome.all_ok) {

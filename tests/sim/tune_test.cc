@@ -205,6 +205,26 @@ TEST(TuneSetUpTest, EveryRankCalibratesAndBuildsTheSameTable) {
   for (const std::string& table : tables) EXPECT_EQ(table, tables[0]);
 }
 
+// A rank with no room for the largest probe (16 MiB a rank, 64 MiB gathered) keeps every rank
+// at the smallest: the ranks agree on the size before any probe runs, and still all calibrate.
+TEST(TuneSetUpTest, ARankWithoutRoomForTheLargeProbeStillCalibratesWithEveryRank) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  std::vector<std::string> tables(world.world_size());
+  world.RunRanks([&](sim::SimBackend& backend) {
+    if (backend.rank() == 1) backend.SetAllocationLimitForTesting(size_t{8} << 20);
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    BackendByteAllGather exchange(backend, *stream);
+    std::shared_ptr<const Tuning> tuning;
+    ASSERT_EQ(SetUpTuning(backend, *stream, exchange, kShape, test::TechniquesOn(true, true, true),
+                          &tuning),
+              ncclSuccess);
+    ASSERT_NE(tuning, nullptr);
+    tables[backend.rank()] = tuning->table.Describe();
+  });
+  for (const std::string& table : tables) EXPECT_EQ(table, tables[0]);
+}
+
 // Every rank's stats after one all-gather, reduce-scatter and all-reduce of 64K floats (per rank)
 // through an engine tuned by the table `model` gives, all techniques on.
 std::vector<zppStats_t> TunedCalls(const costmodel::ClusterModel& model) {
