@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -184,11 +185,13 @@ TEST(TuneCalibrationTest, EveryRankTimesTheSizesTheSlowestNeeds) {
   EXPECT_EQ(timed[0], timed[1]);
 }
 
-// The whole set-up, measured on the simulated cluster: every rank gets a table, the same one.
-TEST(TuneSetUpTest, EveryRankCalibratesAndBuildsTheSameTable) {
+// The whole set-up on a simulated 2 x 2 cluster (`prepare` first on each rank's backend): every
+// rank must get a table, with figures, and the same one.
+void ExpectEveryRankCalibratesTheSameTable(const std::function<void(sim::SimBackend&)>& prepare) {
   sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
   std::vector<std::string> tables(world.world_size());
   world.RunRanks([&](sim::SimBackend& backend) {
+    prepare(backend);
     std::unique_ptr<Stream> stream;
     ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
     BackendByteAllGather exchange(backend, *stream);
@@ -205,24 +208,16 @@ TEST(TuneSetUpTest, EveryRankCalibratesAndBuildsTheSameTable) {
   for (const std::string& table : tables) EXPECT_EQ(table, tables[0]);
 }
 
+TEST(TuneSetUpTest, EveryRankCalibratesAndBuildsTheSameTable) {
+  ExpectEveryRankCalibratesTheSameTable([](sim::SimBackend&) {});
+}
+
 // A rank with no room for the largest probe (16 MiB a rank, 64 MiB gathered) keeps every rank
 // at the smallest: the ranks agree on the size before any probe runs, and still all calibrate.
 TEST(TuneSetUpTest, ARankWithoutRoomForTheLargeProbeStillCalibratesWithEveryRank) {
-  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
-  std::vector<std::string> tables(world.world_size());
-  world.RunRanks([&](sim::SimBackend& backend) {
+  ExpectEveryRankCalibratesTheSameTable([](sim::SimBackend& backend) {
     if (backend.rank() == 1) backend.SetAllocationLimitForTesting(size_t{8} << 20);
-    std::unique_ptr<Stream> stream;
-    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
-    BackendByteAllGather exchange(backend, *stream);
-    std::shared_ptr<const Tuning> tuning;
-    ASSERT_EQ(SetUpTuning(backend, *stream, exchange, kShape, test::TechniquesOn(true, true, true),
-                          &tuning),
-              ncclSuccess);
-    ASSERT_NE(tuning, nullptr);
-    tables[backend.rank()] = tuning->table.Describe();
   });
-  for (const std::string& table : tables) EXPECT_EQ(table, tables[0]);
 }
 
 // Every rank's stats after one all-gather, reduce-scatter and all-reduce of 64K floats (per rank)
