@@ -165,7 +165,7 @@ Result CudaNcclBackend::Allocate(size_t bytes, std::unique_ptr<DeviceMemory>* ou
 }
 
 Result CudaNcclBackend::TryAllocate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
-  return DeviceBuffer::TryCreate(bytes, out);
+  return DeviceBuffer::Create(bytes, out, /*quiet=*/true);
 }
 
 Result CudaNcclBackend::AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) {

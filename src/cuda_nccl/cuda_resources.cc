@@ -37,22 +37,16 @@ Result CudaEvent::Create(std::unique_ptr<Event>* out) {
 
 CudaEvent::~CudaEvent() { cudaEventDestroy(handle_); }
 
-Result DeviceBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
-  void* data = nullptr;
-  ZPP_CUDA_CHECK(cudaMalloc(&data, AllocationSize(bytes)));
-  out->reset(new DeviceBuffer(data, bytes));
-  return ncclSuccess;
-}
-
-Result DeviceBuffer::TryCreate(size_t bytes, std::unique_ptr<DeviceMemory>* out) {
+Result DeviceBuffer::Create(size_t bytes, std::unique_ptr<DeviceMemory>* out, bool quiet) {
   void* data = nullptr;
   const cudaError_t error = cudaMalloc(&data, AllocationSize(bytes));
-  if (error != cudaSuccess) {
+  if (error != cudaSuccess && quiet) {
     cudaGetLastError();  // not sticky: the next, unrelated check must not see it
     ZPP_INFO(kInit, "no room for %zu bytes of device memory (%s): a smaller size is tried", bytes,
              cudaGetErrorString(error));
     return ncclUnhandledCudaError;
   }
+  ZPP_CHECK(Check(error, "cudaMalloc"));
   out->reset(new DeviceBuffer(data, bytes));
   return ncclSuccess;
 }

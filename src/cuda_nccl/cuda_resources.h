@@ -52,9 +52,8 @@ class CudaEvent final : public Event {
 
 class DeviceBuffer final : public DeviceMemory {
  public:
-  static Result Create(size_t bytes, std::unique_ptr<DeviceMemory>* out);
-  // The same, logging a failure at INFO only (Backend::TryAllocate).
-  static Result TryCreate(size_t bytes, std::unique_ptr<DeviceMemory>* out);
+  // `quiet`: no room is an answer (Backend::TryAllocate), logged at INFO instead of a WARN.
+  static Result Create(size_t bytes, std::unique_ptr<DeviceMemory>* out, bool quiet = false);
   ~DeviceBuffer() override;
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
