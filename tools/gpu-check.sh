@@ -9,9 +9,9 @@
 #   plugin       4 ranks (processes on the one GPU, own NCCL_HOSTID, 2 nodes x 2) per   9 x 55 s
 #                mode: zpp-collective-check against plain NCCL and the CPU simulation, and
 #                a communicator's life (simulate-end, restart loop, revoke, shrink-abort)
-#   memcheck     compute-sanitizer memcheck on one small run of each mode        9 x (>40) s
-#                (no communicator's life: --no-lifecycle)
-#   racecheck    compute-sanitizer racecheck, likewise                                  9 x 36 s
+#   memcheck     compute-sanitizer memcheck on one small run of each mode,         9 x 150 s
+#                without the communicator's life (--no-lifecycle)
+#   racecheck    compute-sanitizer racecheck, likewise                                 9 x 150 s
 #                (measured on the H100: racecheck 108 s for 3 modes; memcheck outlasted
 #                40 s a mode: name 3 modes a call with ZPP_CHECK_MODES)
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s

@@ -186,8 +186,8 @@ Result MeasureFigures(Backend& backend, Stream& stream, topology::ByteAllGather&
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int local = backend.GroupSize(GroupKind::kIntraNode);
   // Buffers first, agreed: a rank that could not allocate must not leave the others waiting in
-  // the collectives below.
-  // The largest probe where there is room for it, else the smallest; the size is agreed below.
+  // the collectives below. The largest probe's where there is room, else the smallest's; which
+  // one every rank uses is agreed too.
   const size_t world = static_cast<size_t>(backend.world_size());
   std::unique_ptr<DeviceMemory> send, recv;
   ProbeSizes sizes;

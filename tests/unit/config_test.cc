@@ -369,9 +369,6 @@ TEST(EnvNamesTest, OnlyNamesZppDoesNotKnowAreWarned) {
   for (const OtherVariable& other : OtherVariables()) EXPECT_TRUE(IsKnownName(other.name));
 }
 
-// The GPU scripts pass their own ZPP_* settings to the ranks' environment: one zpp does not
-// know is warned about as a typo in every rank's log (ZPP_BENCH_MPS was, on the H100 run of
-// 2026-11-27).
 // The ZPP_* names a shell script reads (`$ZPP_X`, `${ZPP_X...}`) or sets (`ZPP_X=`). Not
 // std::regex: GCC 12 warns inside it at -O2 with the sanitizers (maybe-uninitialized), and
 // warnings are errors in `make asan`.
@@ -398,6 +395,9 @@ std::vector<std::string> ScriptVariables(const std::string& text) {
   return names;
 }
 
+// The GPU scripts pass their own ZPP_* settings to the ranks' environment: one zpp does not
+// know is warned about as a typo in every rank's log (ZPP_BENCH_MPS was, on the H100 run of
+// 2026-11-27).
 TEST(EnvNamesTest, EveryVariableTheScriptsUseIsKnown) {
   EXPECT_EQ(ScriptVariables("a=${ZPP_A:-1} ZPP_B=2 $ZPP_C ZPP_D is text, X_ZPP_E=1 ZPP_F_=3"),
             (std::vector<std::string>{"ZPP_A", "ZPP_B", "ZPP_C"}));
