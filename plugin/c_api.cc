@@ -3,6 +3,7 @@
 
 #include "config/config.h"
 #include "epoch/step_epoch.h"
+#include "epoch/training_pass.h"
 #include "log/log.h"
 #include "plugin/c_boundary.h"
 #include "plugin/comm_registry.h"
@@ -28,6 +29,7 @@ ZPP_API ncclResult_t zppGetStats(zppStats_t* stats) {
                   "zppGetStats: stats is NULL; the call returns ncclInvalidArgument");
     zpp::ProcessStats().Snapshot(stats);
     stats->step_epoch = zpp::ProcessStepEpoch().Current();
+    stats->hpz_skipped_steps = zpp::ProcessStepEpoch().SkippedSteps();
     return ncclSuccess;
   });
 }
@@ -44,6 +46,7 @@ ZPP_API ncclResult_t zppGetCommStats(ncclComm_t comm, zppStats_t* stats) {
                   static_cast<void*>(comm));
     state->stats.Snapshot(stats);
     stats->step_epoch = zpp::ProcessStepEpoch().Current();
+    stats->hpz_skipped_steps = zpp::ProcessStepEpoch().SkippedSteps();
     return ncclSuccess;
   });
 }
@@ -84,6 +87,56 @@ ZPP_API ncclResult_t zppGetStepEpoch(uint64_t* epoch) {
     ZPP_CHECK_ARG(epoch != nullptr,
                   "zppGetStepEpoch: epoch is NULL; the call returns ncclInvalidArgument");
     *epoch = zpp::ProcessStepEpoch().Current();
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppSetTrainingPass(int pass) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(pass == zppPassUnknown || pass == zppPassForward || pass == zppPassBackward,
+                  "zppSetTrainingPass: unknown pass %d; the call returns ncclInvalidArgument "
+                  "(zppPassUnknown, zppPassForward or zppPassBackward)",
+                  pass);
+    zpp::SetThreadTrainingPass(static_cast<zpp::TrainingPass>(pass));
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppGetTrainingPass(int* pass) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(pass != nullptr,
+                  "zppGetTrainingPass: pass is NULL; the call returns ncclInvalidArgument");
+    *pass = static_cast<int>(zpp::CallerTrainingPass());
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppHpzChecks(int* enabled, uint64_t* failures, uint64_t* choices) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK_ARG(enabled != nullptr && failures != nullptr && choices != nullptr,
+                  "zppHpzChecks: NULL output; the call returns ncclInvalidArgument");
+    *enabled = zpp::GetConfig().hpz ? 1 : 0;
+    *failures = *choices = 0;
+    for (const auto& state : zpp::plugin::Comms().Live()) {
+      const auto zpp = state->Zpp();
+      if (zpp == nullptr) continue;
+      uint64_t comm_failures = 0, comm_choices = 0;
+      zpp->ReadHpzChecks(&comm_failures, &comm_choices);
+      *failures += comm_failures;
+      *choices += comm_choices;
+    }
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppHpzStepSkipped(uint64_t step, uint64_t failures) {
+  return zpp::CatchAll(__func__, [&] {
+    zpp::ProcessStepEpoch().CountSkippedStep();
+    ZPP_WARN(
+        "hpZ: optimizer step %llu skipped on every rank (its gradients dropped, the weights "
+        "unchanged): %llu hpZ check(s) failed in it, or the ranks reused different kept fills, so "
+        "some gathers held NaN or a stale shard; reuse goes on from the next step",
+        static_cast<unsigned long long>(step), static_cast<unsigned long long>(failures));
     return ncclSuccess;
   });
 }

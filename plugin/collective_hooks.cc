@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/nccl_types.h"
+#include "epoch/training_pass.h"
 #include "plugin/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"
@@ -129,6 +130,7 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
     args.recv = recvbuff;
     args.count = sendcount;
     args.dtype = datatype;
+    args.pass = zpp::CallerTrainingPass();  // now: a group defers the call, not its pass
     return Intercept(state, args, valid, input_bytes, stream, forward);
   });
 }

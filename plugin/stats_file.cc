@@ -35,6 +35,7 @@ nlohmann::json CommunicatorJson(const CommStatsRow& row) {
                          {"hpz_hits", stats.hpz_hits},
                          {"hpz_misses", stats.hpz_misses},
                          {"hpz_verify_failures", stats.hpz_verify_failures},
+                         {"hpz_skipped_steps", stats.hpz_skipped_steps},
                          {"host_waits", stats.host_waits},
                          {"qgz_ef_calls", stats.qgz_ef_calls},
                          {"qgz_ef_without", stats.qgz_ef_without},

@@ -83,7 +83,7 @@ def summarize(files):
              "pass_through": {}, "pass_through_calls": 0, "off_node_bytes": 0,
              "plain_off_node_bytes": 0, "hpz_hits": 0, "hpz_misses": 0,
              "hpz_verify_failures": 0, "qgz_ef_calls": 0, "qgz_ef_without": 0, "qwz_delta_calls": 0,
-             "qwz_delta_full": 0, "settings": files[0]["settings"] if files else {}}
+             "qwz_delta_full": 0, "hpz_skipped_steps": 0, "settings": files[0]["settings"] if files else {}}
     ranks = set()
     for file in files:
         for comm in file["communicators"]:
@@ -102,6 +102,9 @@ def summarize(files):
                 total[key] += comm[key]
             for key in ("qgz_ef_calls", "qgz_ef_without", "qwz_delta_calls", "qwz_delta_full"):
                 total[key] += comm.get(key, 0)
+            # Process-wide, and every rank skips the same steps: the job's count, not a sum.
+            total["hpz_skipped_steps"] = max(total["hpz_skipped_steps"],
+                                             comm.get("hpz_skipped_steps", 0))
     total["ranks"] = max((nranks for nranks, _ in ranks), default=0)
     all_calls = sum(total["calls"].values()) + total["pass_through_calls"]
     total["all_calls"] = all_calls
@@ -146,6 +149,9 @@ def table(total):
     if total["hpz_hits"] + total["hpz_misses"] + total["hpz_verify_failures"]:
         lines.append(f"  hpZ: {total['hpz_hits']} hits, {total['hpz_misses']} misses, "
                      f"{total['hpz_verify_failures']} verification failures")
+    if total["hpz_skipped_steps"]:
+        lines.append(f"  hpZ step guard: {total['hpz_skipped_steps']} optimizer step(s) skipped on "
+                     f"every rank, where a check failed (the WARN lines name them)")
     if total["qgz_ef_calls"] + total["qgz_ef_without"]:
         lines.append(f"  qgZ error feedback: {total['qgz_ef_calls']} calls kept their residual, "
                      f"{total['qgz_ef_without']} ran without (past ZPP_EF_MAX_MB)")

@@ -115,6 +115,9 @@ typedef struct {
    * link calibration (its all-gathers, up to 16 MiB a rank). Counted by the CPU backend, exactly,
    * from the topology's discovery on; 0 on GPUs. */
   uint64_t control_sent_bytes[zppNumLinks];
+  /* Optimizer steps the step guard skipped on every rank because an hpZ check failed in them
+   * (zppHpzStepSkipped): process-wide. */
+  uint64_t hpz_skipped_steps;
 } zppStats_t;
 
 ZPP_API ncclResult_t zppGetStats(zppStats_t* stats);
@@ -133,6 +136,33 @@ ZPP_API ncclResult_t zppStepEpochAdvance(uint64_t* epoch);
 
 /* The current step epoch (0 until the first advance). */
 ZPP_API ncclResult_t zppGetStepEpoch(uint64_t* epoch);
+
+/* Which pass of a training step the calling thread's all-gathers belong to. hpZ pairs a
+ * backward gather with a kept forward fill of the same (count, dtype) in the same step, and
+ * reuses nothing in an unknown pass. */
+typedef enum {
+  zppPassUnknown = 0, /* no hint: a full hierarchical gather, never kept nor reused */
+  zppPassForward = 1,
+  zppPassBackward = 2
+} zppTrainingPass_t;
+
+/* Sets the calling thread's pass for its following all-gathers (zppPassUnknown clears it).
+ * Without a hint, a thread PyTorch's autograd engine runs a GPU backward on counts as
+ * backward; the zpp torch backend sets it per call. */
+ZPP_API ncclResult_t zppSetTrainingPass(int pass);
+/* The calling thread's pass as the all-gathers see it (the hint, else the guess above). */
+ZPP_API ncclResult_t zppGetTrainingPass(int* pass);
+
+/* hpZ's checks so far over every communicator of this library: *failures, hits whose shard
+ * matched no kept fill (their partitions were sent as NaN); *choices, the sum of the hits'
+ * choices (ranks that differ chose different fills). Cumulative; the device writes them into
+ * host memory, so read them after the step's device work has completed. *enabled: ZPP_HPZ. */
+ZPP_API ncclResult_t zppHpzChecks(int* enabled, uint64_t* failures, uint64_t* choices);
+
+/* The step guard skipped optimizer step `step` (the epoch it ran in) on every rank because
+ * `failures` hpZ checks failed in it, or the ranks' choices differed: counted in
+ * hpz_skipped_steps, with a WARN. */
+ZPP_API ncclResult_t zppHpzStepSkipped(uint64_t step, uint64_t failures);
 
 #ifdef __cplusplus
 }

@@ -171,7 +171,12 @@ ZPP_API ncclResult_t zppCpuAllGather(const void* sendbuff, void* recvbuff, size_
     ZPP_CHECK_ARG(
         sendcount == 0 || (sendbuff != nullptr && recvbuff != nullptr),
         "zppCpuAllGather: NULL buffer with a count; the call returns ncclInvalidArgument");
-    return comm->comm->AllGather({sendbuff, recvbuff, sendcount, datatype});
+    // The pass the calling thread set in libzpp.so (zppSetTrainingPass): the torch backend's
+    // worker sets it per call, as the issuing thread saw it.
+    int pass = zppPassUnknown;
+    if (zppGetTrainingPass(&pass) != ncclSuccess) pass = zppPassUnknown;
+    return comm->comm->AllGather(
+        {sendbuff, recvbuff, sendcount, datatype, static_cast<zpp::TrainingPass>(pass)});
   });
 }
 
@@ -235,6 +240,18 @@ ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats) {
                   "zppCpuCommGetStats: stats is NULL; the call returns ncclInvalidArgument");
     comm->comm->Snapshot(stats);
     stats->step_epoch = LibzppEpoch();
+    zppStats_t process{};
+    if (zppGetStats(&process) == ncclSuccess) stats->hpz_skipped_steps = process.hpz_skipped_steps;
+    return ncclSuccess;
+  });
+}
+
+ZPP_API ncclResult_t zppCpuCommHpzChecks(zppCpuComm_t comm, uint64_t* failures, uint64_t* choices) {
+  return zpp::CatchAll(__func__, [&] {
+    ZPP_CHECK(CheckComm(comm, __func__));
+    ZPP_CHECK_ARG(failures != nullptr && choices != nullptr,
+                  "zppCpuCommHpzChecks: NULL output; the call returns ncclInvalidArgument");
+    comm->comm->ReadHpzChecks(failures, choices);
     return ncclSuccess;
   });
 }

@@ -105,6 +105,10 @@ class CudaZppCommunicator final : public ZppCommunicator {
     return ncclSuccess;
   }
   Result AsyncError() const override { return backend_->SubCommunicatorError(); }
+  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
+    *failures = *choices = 0;
+    if (engine_) engine_->ReadHpzChecks(failures, choices);
+  }
 
  private:
   // Runs `call` on the caller's stream with the communicator's device current; when the input

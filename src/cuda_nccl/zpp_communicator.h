@@ -50,6 +50,11 @@ class ZppCommunicator {
   // parent's poll shows it: PyTorch's watchdog then aborts instead of waiting on a hang. Safe to
   // call from any thread, at any time; ncclSuccess after an abort.
   virtual Result AsyncError() const = 0;
+
+  // hpZ's cumulative check counters (Engine::ReadHpzChecks), for the step guard. Any thread.
+  virtual void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
+    *failures = *choices = 0;
+  }
 };
 
 // Collective over `comm`: every rank must call it, right after the communicator is created.

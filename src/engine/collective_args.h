@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "epoch/training_pass.h"
 #include "plan/plan.h"
 
 namespace zpp::engine {
@@ -14,6 +15,8 @@ struct AllGatherArgs {
   void* recv = nullptr;        // world x count elements, rank r's at r x count
   size_t count = 0;
   ncclDataType_t dtype = ncclFloat32;
+  // The pass of the training step that issued it: hpZ pairs backward gathers with forward fills.
+  TrainingPass pass = TrainingPass::kUnknown;
 };
 
 // The planner's view of an all-gather: what is identical on every rank (never the pointers).

@@ -15,10 +15,9 @@
 namespace zpp::engine {
 namespace {
 
-// What each rank tells the others about an epoch. The call count is in the hash: its seed covers
-// every call's (count, dtype).
+// What each rank tells the others about an epoch.
 struct EpochRecord {
-  uint64_t pattern_hash;  // written on the device (Backend::ReusePattern)
+  uint64_t decisions_hash;  // written on the device (Backend::ReusePattern's seed term)
   // Copied on the device from the hit counters (codec::kHpzFailuresCounter, then
   // kHpzChoicesCounter), both cumulative: the failures, and the sum of the hits' choices.
   uint32_t failures;
@@ -28,8 +27,7 @@ static_assert(sizeof(EpochRecord) == 16);
 static_assert(offsetof(EpochRecord, choices) == offsetof(EpochRecord, failures) + 4 &&
               codec::kHpzChoicesCounter == codec::kHpzFailuresCounter + 1);
 
-// Fingerprint slots an epoch starts with; an epoch that needs more leaves the rest out of its
-// pattern (never reused) and the next epoch gets twice its calls.
+// Fingerprint slots an epoch starts with; the next epoch gets twice the calls of the last.
 constexpr size_t kMinSlots = 256;
 
 uint64_t Mix(uint64_t h, uint64_t v) {
@@ -38,6 +36,12 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 }
 
 size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }
+
+// Appends `rank` to a comma-separated list.
+void AddRank(std::string& list, int rank) {
+  if (!list.empty()) list.push_back(',');
+  list.append(std::to_string(rank));
+}
 
 // The choice sum most ranks reported (rank 0's on a tie): the odd ones out are named.
 uint32_t MostCommonChoices(const std::vector<EpochRecord>& records) {
@@ -63,17 +67,8 @@ HpzCache::HpzCache(Backend& backend, uint64_t max_bytes, StatsCounters& stats,
 
 uint64_t HpzCache::kept_bytes() const {
   uint64_t total = 0;
-  for (const auto& [position, entry] : entries_) total += entry.lease.size();
+  for (const auto& [position, fill] : kept_) total += fill.lease.size();
   return total;
-}
-
-uint64_t HpzCache::ShapesHash(const std::vector<CallShape>& shapes) const {
-  uint64_t h = 0x5A5A5A5A5A5A5A5Aull;
-  for (const CallShape& shape : shapes) {
-    h = Mix(h, shape.count);
-    h = Mix(h, static_cast<uint64_t>(shape.dtype));
-  }
-  return h;
 }
 
 uint64_t* HpzCache::FingerprintSlot(int position) const {
@@ -82,189 +77,101 @@ uint64_t* HpzCache::FingerprintSlot(int position) const {
 
 uint32_t* HpzCache::Counters() const { return static_cast<uint32_t*>(counters_->data()); }
 
-void HpzCache::PollFailures() {
+void HpzCache::ReadChecks(uint64_t* failures, uint64_t* choices) const {
+  *failures = *choices = 0;
   if (!counters_) return;
-  const uint32_t now = std::atomic_ref<uint32_t>(Counters()[codec::kHpzFailuresCounter])
-                           .load(std::memory_order_relaxed);
+  *failures = std::atomic_ref<uint32_t>(Counters()[codec::kHpzFailuresCounter])
+                  .load(std::memory_order_relaxed);
+  *choices = std::atomic_ref<uint32_t>(Counters()[codec::kHpzChoicesCounter])
+                 .load(std::memory_order_relaxed);
+}
+
+void HpzCache::PollFailures() {
+  uint64_t now = 0, choices = 0;
+  ReadChecks(&now, &choices);
   if (now <= failures_reported_) return;
-  const uint32_t fresh = now - failures_reported_;
+  const auto fresh = static_cast<uint32_t>(now - failures_reported_);
   stats_.AddHpzVerifyFailures(fresh);
-  failures_reported_ = now;
+  failures_reported_ = static_cast<uint32_t>(now);
   ZPP_WARN(
-      "hpZ: %u check(s) failed on this rank: an all-gather found this rank's shard equal to none "
-      "of the secondary partitions kept in this step epoch (weights updated between two gathers "
-      "of a layer without zppStepEpochAdvance, or a layer not gathered earlier in the epoch where "
-      "the agreed pattern reuses one)%s; the outputs on its node hold NaN, and reuse goes off on "
-      "every rank (call zppStepEpochAdvance after every optimizer step)",
-      fresh,
-      deltas_ != nullptr ? ", or a weight delta (ZPP_QWZ_DELTA) was taken against a reference "
-                           "that this rank's copy differs from (deltas go off too)"
-                         : "");
+      "hpZ: %u check(s) failed on this rank in step epoch %llu: a backward all-gather found this "
+      "rank's shard equal to none of the forward gathers kept in the step (a weight changed in "
+      "place between its forward and its backward%s); its node received NaN in that gather, and "
+      "the step guard skips this optimizer step on every rank",
+      fresh, static_cast<unsigned long long>(epoch_),
+      deltas_ != nullptr ? ", or a weight delta's reference differed" : "");
 }
 
-HpzCache::AgreedPattern HpzCache::BuildAgreed(const std::vector<int32_t>& pattern) const {
-  AgreedPattern agreed;
-  agreed.shapes = exchanged_shapes_;
-  const size_t calls = exchanged_shapes_.size();
-  agreed.root.assign(calls, -1);
-  agreed.reused.assign(calls, false);
-  agreed.keep.assign(calls, false);
-  for (size_t i = 0; i < calls; ++i) {
-    const int source = i < pattern.size() ? pattern[i] : -1;
-    // Equal fingerprints cover equal byte lengths; a reuse also needs the same dtype.
-    if (source < 0 || static_cast<size_t>(source) >= i ||
-        agreed.shapes[source] != agreed.shapes[i]) {
-      continue;
-    }
-    const int root = agreed.root[source] >= 0 ? agreed.root[source] : source;
-    agreed.root[i] = root;
-    agreed.reused[root] = true;
-  }
-  // A fill is kept when a later hit has its (count, dtype): the hit may find the shard there
-  // when the calls shifted among calls of one size (see AllGather).
-  std::vector<CallShape> hit_later;
-  for (size_t i = calls; i-- > 0;) {
-    if (agreed.root[i] >= 0) {
-      if (std::find(hit_later.begin(), hit_later.end(), agreed.shapes[i]) == hit_later.end()) {
-        hit_later.push_back(agreed.shapes[i]);
-      }
-    } else {
-      agreed.keep[i] =
-          std::find(hit_later.begin(), hit_later.end(), agreed.shapes[i]) != hit_later.end();
-    }
-  }
-  return agreed;
-}
-
-Result HpzCache::HarvestAgreement() {
+Result HpzCache::ReadPreviousRecord() {
   if (!exchange_pending_) return ncclSuccess;
   exchange_pending_ = false;
   const int ranks = backend_.world_size();
-  const size_t record_bytes = ranks * sizeof(EpochRecord);
-  std::vector<std::byte> harvested(record_bytes + exchanged_pattern_calls_ * sizeof(int32_t));
-  ZPP_CHECK(
-      backend_.ReadAfter(*exchange_done_, harvested.data(), harvest_.data(), harvested.size()));
-  stats_.AddHostWait();  // the one host wait on the collective path (zppStats_t::host_waits)
   std::vector<EpochRecord> records(ranks);
-  std::memcpy(records.data(), harvested.data(), record_bytes);
-  std::vector<int32_t> pattern(exchanged_pattern_calls_);
-  std::memcpy(pattern.data(), harvested.data() + record_bytes, pattern.size() * sizeof(int32_t));
-
-  bool same_pattern = true;
-  uint64_t failures = 0;
+  reported_failures_.resize(ranks, 0);
+  ZPP_CHECK(backend_.ReadAfter(*exchange_done_, records.data(), records_.data(),
+                               ranks * sizeof(EpochRecord)));
+  stats_.AddHostWait();  // the one host wait on the collective path (zppStats_t::host_waits)
+  bool same_decisions = true;
   std::string failing_ranks, other_choices;
-  const auto add = [](std::string& list, int rank) {
-    if (!list.empty()) list.push_back(',');
-    list.append(std::to_string(rank));
-  };
   const uint32_t usual_choices = MostCommonChoices(records);
   for (int r = 0; r < ranks; ++r) {
-    same_pattern &= records[r].pattern_hash == records[0].pattern_hash;
-    failures += records[r].failures;
-    if (records[r].failures != 0) add(failing_ranks, r);
-    if (records[r].choices != usual_choices) add(other_choices, r);
+    same_decisions &= records[r].decisions_hash == records[0].decisions_hash;
+    if (records[r].failures != reported_failures_[r]) AddRank(failing_ranks, r);
+    reported_failures_[r] = records[r].failures;
+    if (records[r].choices != usual_choices) AddRank(other_choices, r);
   }
-  if (disabled_) return ncclSuccess;
   const auto epoch = static_cast<unsigned long long>(exchanged_epoch_);
-  if (failures != 0) {
-    disabled_ = true;
-    trusted_ = false;
-    agreed_ = {};
+  if (!failing_ranks.empty()) {
+    // Every rank hears of it, those of other nodes included: they received the old shard.
     ZPP_WARN(
-        "hpZ: %llu verification failure(s) by step epoch %llu, on rank(s) %s: a shard changed "
-        "after the secondary partition a later gather reused was filled (is zppStepEpochAdvance "
-        "called after every optimizer step?). Those ranks' outputs were NaN; other ranks received "
-        "their old shards in those gathers. Secondary partitions will not be reused on this "
-        "communicator%s",
-        static_cast<unsigned long long>(failures), epoch, failing_ranks.c_str(),
-        deltas_ != nullptr ? "; weight deltas (ZPP_QWZ_DELTA) stop too: every gather sends in "
-                             "full (a failure may also be a delta whose reference differed)"
-                           : "");
-    return ncclSuccess;
+        "hpZ: checks failed by step epoch %llu on rank(s) %s: their nodes received NaN and "
+        "other nodes their old shards in those gathers; the step guard skips such a step "
+        "on every rank%s",
+        epoch, failing_ranks.c_str(),
+        deltas_ != nullptr && !deltas_off_
+            ? "; weight deltas (ZPP_QWZ_DELTA) send in full from now on"
+            : "");
+    if (deltas_ != nullptr) deltas_off_ = true;
   }
-  if (!other_choices.empty()) {
-    // Every rank hit the same calls, each choosing by its own shard: different choices mean
-    // shards equal across layers on some ranks only (or changed on some), and a partition also
-    // holds other nodes' shards, so some ranks may have received stale shards.
-    disabled_ = true;
-    trusted_ = false;
-    agreed_ = {};
+  if ((!same_decisions || !other_choices.empty()) && !warned_disagreement_) {
+    warned_disagreement_ = true;
     ZPP_WARN(
-        "hpZ: by step epoch %llu, rank(s) %s reused other secondary partitions than most ranks in "
-        "the same gathers (shards equal across layers, or changed, on some ranks only): ranks "
-        "may have received stale shards of other nodes in those gathers. Secondary partitions "
-        "will not be reused on this communicator (check those ranks' results; ZPP_HPZ=0 runs "
-        "without reuse from the start)",
-        epoch, other_choices.c_str());
-    return ncclSuccess;
+        "hpZ: by step epoch %llu the ranks %s (rank(s) %s): a framework whose ranks issue "
+        "different gathers, or shards equal across layers on some ranks only; the step "
+        "guard skips each step where the choices differed",
+        epoch,
+        same_decisions ? "chose different kept fills in the same hits"
+                       : "paired their all-gathers differently",
+        other_choices.empty() ? "all" : other_choices.c_str());
   }
-  if (!same_pattern) {
-    // Not misuse by itself (shards identical on some ranks only, say at initialization): reuse
-    // pauses until the ranks agree again.
-    trusted_ = false;
-    agreed_ = {};
-    if (!warned_disagreement_) {
-      warned_disagreement_ = true;
-      ZPP_WARN(
-          "hpZ: ranks saw different all-gather reuse patterns in step epoch %llu (their shards "
-          "are equal to earlier ones on some ranks only, or their calls differ): secondary "
-          "partitions are not reused until the ranks agree again",
-          epoch);
-    } else {
-      ZPP_INFO(kPlan, "hpZ: ranks disagree on the reuse pattern of step epoch %llu: paused", epoch);
-    }
-    return ncclSuccess;
-  }
-  agreed_ = BuildAgreed(pattern);
-  if (!trusted_) {
-    ZPP_INFO(kPlan, "hpZ: all ranks agree on the reuse pattern of step epoch %llu (%zu calls)",
-             epoch, agreed_.shapes.size());
-  }
-  trusted_ = true;
   return ncclSuccess;
 }
 
 Result HpzCache::ExchangeRecord(PlanContext& context) {
   Stream& stream = context.stream;
   const int ranks = backend_.world_size();
-  const auto derived = static_cast<uint32_t>(std::min(shapes_.size(), capacity_));
   // Buffers before the exchange is enqueued, from the pool: a refusal is every rank's alike.
-  if (!exchange_send_) ZPP_CHECK(context.pool.Take(sizeof(EpochRecord), &exchange_send_));
-  // The previous exchange has been read (HarvestAgreement runs first): the area may change.
-  if (!harvest_ || harvest_pattern_capacity_ < derived) {
-    const size_t capacity = std::max<size_t>(derived, kMinSlots);
-    BufferLease bigger;
-    ZPP_CHECK(context.pool.Take(ranks * sizeof(EpochRecord) + capacity * sizeof(int32_t), &bigger));
-    harvest_ = std::move(bigger);
-    harvest_pattern_capacity_ = capacity;
-  }
-  auto* send = static_cast<std::byte*>(exchange_send_.data());
-  auto* pattern = reinterpret_cast<int32_t*>(static_cast<std::byte*>(harvest_.data()) +
-                                             ranks * sizeof(EpochRecord));
-  // Every buffer below is written under its fence's exclusive side, as a kept partition is
-  // (contract 1): the pool may have handed it from another user on another stream (a qgZ
-  // staging buffer on the reduce-scatter stream, seen by HpzStreamOrderTest), which the host's
-  // wait for the previous exchange (HarvestAgreement) does not order.
-  ZPP_CHECK(exchange_send_.fence().BeginWrite(stream));
-  ZPP_CHECK(harvest_.fence().BeginWrite(stream));
-  // The fingerprints' exclusive side (see AllGather): waits for every call's slot, on every
-  // stream.
+  if (!record_send_) ZPP_CHECK(context.pool.Take(sizeof(EpochRecord), &record_send_));
+  if (!records_) ZPP_CHECK(context.pool.Take(ranks * sizeof(EpochRecord), &records_));
+  auto* send = static_cast<std::byte*>(record_send_.data());
+  // Written under their fences' exclusive side: the pool may have handed them from another user
+  // on another stream, which the host's read of the previous exchange does not order.
+  ZPP_CHECK(record_send_.fence().BeginWrite(stream));
+  ZPP_CHECK(records_.fence().BeginWrite(stream));
+  // The fingerprints' exclusive side: after every call's slot and every hit's choice, on every
+  // stream, so the counters copied below hold the whole epoch's.
   ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));
-  ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,
-                                  ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),
-                                  stream));
+  ZPP_CHECK(backend_.ReusePattern(nullptr, 0, decisions_hash_, nullptr,
+                                  reinterpret_cast<uint64_t*>(send), stream));
   ZPP_CHECK(fingerprints_.fence().EndWrite(stream));
-  // After every hit's choice: the fingerprint fence ordered every call before this.
   ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),
                             Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));
   ZPP_CHECK(
-      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
-  ZPP_CHECK(exchange_send_.fence().EndWrite(stream));
-  ZPP_CHECK(harvest_.fence().EndWrite(stream));
+      backend_.AllGather(send, records_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));
+  ZPP_CHECK(record_send_.fence().EndWrite(stream));
+  ZPP_CHECK(records_.fence().EndWrite(stream));
   ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));
   exchange_pending_ = true;
-  exchanged_shapes_ = shapes_;
-  exchanged_pattern_calls_ = derived;
   exchanged_epoch_ = epoch_;
   return ncclSuccess;
 }
@@ -288,11 +195,9 @@ Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
   size_t slots = kMinSlots;
   if (started_) {
     // The exchange of the previous advance has completed long since.
-    ZPP_CHECK(HarvestAgreement());
-    slots = std::max(slots, 2 * shapes_.size());
+    ZPP_CHECK(ReadPreviousRecord());
+    slots = std::max(slots, 2 * static_cast<size_t>(calls_));
   }
-  // Every agreed position needs its slot: a hit verifies against it.
-  slots = std::max(slots, agreed_.shapes.size());
   // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)
   // fails the call before any collective. Its fence orders it after its earlier users.
   BufferLease fingerprints;
@@ -302,51 +207,34 @@ Result HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {
   // bytes, readers included (a dropped partition that a hit on another stream still reads).
   ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));
   ZPP_CHECK(fingerprints.fence().EndWrite(context.stream));
-  // Then tell about the epoch that just ended.
-  if (started_) ZPP_CHECK(ExchangeRecord(context));
+  if (started_) ZPP_CHECK(ExchangeRecord(context));  // the epoch that just ended
   started_ = true;
   epoch_ = epoch;
-  entries_.clear();  // leases return to the pool; their fences order any later reuse
-  shapes_.clear();
-  departed_ = false;
+  calls_ = 0;
+  decisions_hash_ = 0x5A5A5A5A5A5A5A5Aull;
+  kept_.clear();  // leases return to the pool; their fences order any later reuse
+  unpaired_.clear();
+  last_pass_ = TrainingPass::kUnknown;
   fingerprints_ = std::move(fingerprints);
   capacity_ = slots;
   return ncclSuccess;
 }
 
-int HpzCache::PlannedRoot(int position, const CallShape& call) {
-  if (!trusted_ || departed_) return -1;
-  const auto agreed_calls = static_cast<int>(agreed_.shapes.size());
-  if (position >= agreed_calls || agreed_.shapes[position] != call) {
-    departed_ = true;
-    entries_.clear();  // no hit follows in this epoch
-    ZPP_INFO(kPlan,
-             "hpZ: all-gather %d of step epoch %llu departs from the agreed pattern (%d calls): "
-             "full gathers for the rest of the epoch",
-             position, static_cast<unsigned long long>(epoch_), agreed_calls);
-    return -1;
-  }
-  const int root = agreed_.root[position];
-  return root >= 0 && entries_.count(root) != 0 ? root : -1;
+int HpzCache::PairedFill(const CallShape& shape) {
+  const auto waiting = unpaired_.find(shape);
+  if (waiting == unpaired_.end() || waiting->second.empty()) return -1;
+  const int fill = waiting->second.back();
+  waiting->second.pop_back();
+  return kept_.count(fill) != 0 ? fill : -1;  // not kept: a full gather
 }
 
-void HpzCache::MakeRoom(size_t bytes) {
-  // Fills the agreed pattern does not reuse first, then the oldest: every rank holds the same
-  // entries of the same sizes, so every rank drops the same ones.
-  while (!entries_.empty() && kept_bytes() + bytes > max_bytes_) {
-    auto victim = std::find_if(entries_.begin(), entries_.end(),
-                               [](const auto& kept) { return !kept.second.planned; });
-    entries_.erase(victim != entries_.end() ? victim : entries_.begin());
-  }
-}
-
-codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& call) const {
-  // The planned fill first, then the others of this (count, dtype), nearest to it first (a
-  // shifted sequence reads a neighbour), the later of two equally near first. Only kept fills
-  // and agreed state: the same list on every rank.
+codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& shape) const {
+  // The paired fill first, then the others of this shape, nearest to it first (a recomputed or
+  // reordered backward reads a neighbour), the later of two equally near first. Only kept fills
+  // and decisions every rank took alike: the same list on every rank.
   std::vector<int> others;
-  for (const auto& [position, entry] : entries_) {
-    if (position != root && entry.shape == call) others.push_back(position);
+  for (const auto& [position, fill] : kept_) {
+    if (position != root && fill.shape == shape) others.push_back(position);
   }
   std::sort(others.begin(), others.end(), [root](int a, int b) {
     const int da = std::abs(a - root), db = std::abs(b - root);
@@ -357,7 +245,7 @@ codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& call) const
     const uint32_t i = candidates.count++;
     candidates.position[i] = position;
     candidates.fingerprint[i] = FingerprintSlot(position);
-    candidates.partition[i] = static_cast<const unsigned char*>(entries_.at(position).lease.data());
+    candidates.partition[i] = static_cast<const unsigned char*>(kept_.at(position).lease.data());
   };
   add(root);
   for (int position : others) {
@@ -368,28 +256,81 @@ codec::HpzCandidates HpzCache::Candidates(int root, const CallShape& call) const
 }
 
 Result HpzCache::BeginCall(PlanContext& context) {
+  PollFailures();  // first: its WARN names the epoch the failures happened in
   const uint64_t epoch = epoch_source_();
   if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context, epoch));
-  PollFailures();
+  return ncclSuccess;
+}
+
+Result HpzCache::RunHit(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                        int position, int root) {
+  // The device sends the partition of the kept fill whose shard equals this rank's shard now:
+  // the paired one, or, when the backward went out of order, another; NaN when none
+  // (SelectPartition). The host never learns which: nothing here depends on it.
+  Stream& stream = context.stream;
+  const codec::HpzCandidates candidates = Candidates(root, {args.count, args.dtype});
+  Staging staging(context);
+  std::byte* send = nullptr;
+  const size_t secondary_bytes = SecondaryPartitionBytes(backend_, plan, args);
+  // Before any partition's read begins: a pool refusal (every rank's alike) leaves none open.
+  ZPP_CHECK(staging.Take(secondary_bytes, &send));
+  for (uint32_t i = 0; i < candidates.count; ++i) {
+    ZPP_CHECK(kept_.at(candidates.position[i]).lease.fence().BeginRead(stream));
+  }
+  ZPP_CHECK(backend_.SelectPartition(FingerprintSlot(position), candidates,
+                                     static_cast<uint32_t>(position), {send, secondary_bytes},
+                                     Counters(), stream));
+  for (uint32_t i = 0; i < candidates.count; ++i) {
+    ZPP_CHECK(kept_.at(candidates.position[i]).lease.fence().EndRead(stream));
+  }
+  ZPP_CHECK(RunIntraNodeAllGather(context, plan, args, send));
+  stats_.AddHpzHit();  // once the plan ran: a call the pool refused passes through
+  return staging.Finish();
+}
+
+Result HpzCache::KeepFill(PlanContext& context, const CallShape& shape, size_t secondary_bytes,
+                          KeptFill* fill) {
+  // Past the bound the newest fills are the ones not kept, never older ones dropped: a backward
+  // gather whose own fill lies under a fill no backward pairs with (a module left unsharded
+  // after forward) then still finds its own among the kept ones whenever its paired one is kept.
+  fill->shape = shape;
+  if (kept_bytes() + secondary_bytes > max_bytes_) return ncclSuccess;
+  // The pool answers alike on every rank: a refused partition is kept nowhere.
+  const Result kept = context.pool.Take(secondary_bytes, &fill->lease);
+  if (kept != ncclSuccess && context.pool.TakeShortfall() == 0) return kept;  // not a refusal
+  // The bound counts buffers, which may exceed the partition (the pool's size classes, or a
+  // larger free buffer): the same sizes on every rank, so the same answer.
+  if (fill->lease && kept_bytes() + fill->lease.size() > max_bytes_) fill->lease = BufferLease();
   return ncclSuccess;
 }
 
 Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
                            const plan::Shape& shape, const plan::Settings& settings,
                            const AllGatherArgs& args) {
-  const int position = static_cast<int>(shapes_.size());
+  const int position = calls_++;
   const CallShape this_call{args.count, static_cast<int>(args.dtype)};
-  shapes_.push_back(this_call);
-  // Every decision below uses only agreed state and (count, dtype): the same on every rank.
-  const int root = PlannedRoot(position, this_call);
+  const bool slot = static_cast<size_t>(position) < capacity_;
+  // Every decision below uses only the call's pass, count and dtype and what was kept: the same
+  // on every rank (contract 3).
+  const TrainingPass pass = args.pass;
+  if (pass == TrainingPass::kForward && last_pass_ == TrainingPass::kBackward) {
+    // A new forward pass (the next micro-batch, SAM's second pass): the last one's backward is
+    // over, and none of its fills will be paired again.
+    kept_.clear();
+    unpaired_.clear();
+  }
+  if (pass != TrainingPass::kUnknown) last_pass_ = pass;
+  int root = pass == TrainingPass::kBackward ? PairedFill(this_call) : -1;
+  if (!slot) root = -1;  // no fingerprint to verify the hit with
+  decisions_hash_ = Mix(Mix(Mix(decisions_hash_, this_call.first),
+                            static_cast<uint64_t>(this_call.second) * 4 + static_cast<int>(pass)),
+                        root >= 0 ? 1 : 0);
 
-  Backend& backend = backend_;
   Stream& stream = context.stream;
   const std::span<const std::byte> shard{static_cast<const std::byte*>(args.send),
                                          ShardBytes(args)};
-  const bool slot = static_cast<size_t>(position) < capacity_;
   // A buffer the pool refuses below ends the call early (it passes through): the slot's read
-  // still ends, so that the pattern at the next advance waits for this fingerprint on any stream.
+  // still ends, so that the record at the next advance waits for this fingerprint on any stream.
   struct SlotRead {
     EpochFence* fence = nullptr;
     Stream& stream;
@@ -401,75 +342,44 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
   } open_slot{nullptr, context.stream};
   if (slot) {
     // Calls write distinct slots, so they take the fence's shared side and need not wait for
-    // each other; the pattern at the advance takes the exclusive side and waits for them all. A
-    // hit reads its fill's slot in order through the partition's own fence.
+    // each other; the record at the advance takes the exclusive side and waits for them all.
     ZPP_CHECK(fingerprints_.fence().BeginRead(stream));
     // Before the gather: FSDP2's input lies inside the output.
-    ZPP_CHECK(backend.Fingerprint(shard, FingerprintSlot(position), stream));
+    ZPP_CHECK(backend_.Fingerprint(shard, FingerprintSlot(position), stream));
     open_slot.fence = &fingerprints_.fence();
   }
   if (root >= 0) {
     *plan = plan::MakePlan(call, shape, settings, plan::HpzState{true});
-    // The device sends the partition of the kept fill whose shard equals this rank's shard now:
-    // the planned one, or, when the calls shifted among calls of one size, another; NaN when
-    // none (SelectPartition). The host never learns which: nothing here depends on it.
-    const codec::HpzCandidates candidates = Candidates(root, this_call);
-    Staging staging(context);
-    std::byte* send = nullptr;
-    const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
-    // Before any partition's read begins: a pool refusal (every rank's alike) leaves none open.
-    ZPP_CHECK(staging.Take(secondary_bytes, &send));
-    for (uint32_t i = 0; i < candidates.count; ++i) {
-      ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().BeginRead(stream));
-    }
-    ZPP_CHECK(backend.SelectPartition(FingerprintSlot(position), candidates,
-                                      static_cast<uint32_t>(position), {send, secondary_bytes},
-                                      Counters(), stream));
-    for (uint32_t i = 0; i < candidates.count; ++i) {
-      ZPP_CHECK(entries_.at(candidates.position[i]).lease.fence().EndRead(stream));
-    }
-    ZPP_CHECK(RunIntraNodeAllGather(context, *plan, args, send));
-    // Counted once the plan ran: a call the pool refused passes through and is neither.
-    stats_.AddHpzHit();
-    ZPP_CHECK(open_slot.End());
-    return staging.Finish();
+    ZPP_CHECK(RunHit(context, *plan, args, position, root));
+    return open_slot.End();
   }
 
-  // A fill: the full hierarchical gather; its secondary partition kept, until the epoch ends,
-  // when a later agreed hit has its (count, dtype) and it fits.
-  const size_t secondary_bytes = SecondaryPartitionBytes(backend, *plan, args);
-  const bool keep = trusted_ && !departed_ && agreed_.keep[position];
-  Entry entry;
-  entry.shape = this_call;
-  entry.planned = keep && agreed_.reused[position];
-  if (keep && secondary_bytes <= max_bytes_) {
-    MakeRoom(secondary_bytes);
-    // The pool answers alike on every rank: a refused partition is kept nowhere.
-    const Result kept = context.pool.Take(secondary_bytes, &entry.lease);
-    if (kept != ncclSuccess && context.pool.TakeShortfall() == 0) return kept;  // not a refusal
-    // The bound counts buffers, which may exceed the partition (the pool's size classes, or a
-    // larger free buffer): the same sizes on every rank, so the same drops.
-    if (entry.lease && entry.lease.size() > max_bytes_) entry.lease = BufferLease();
-    if (entry.lease) MakeRoom(entry.lease.size());
+  // A fill: the full hierarchical gather. A forward one is kept, within the bounds, for the
+  // backward gather that pairs with it.
+  const size_t secondary_bytes = SecondaryPartitionBytes(backend_, *plan, args);
+  KeptFill fill;
+  if (pass == TrainingPass::kForward) {
+    unpaired_[this_call].push_back(position);
+    if (slot) ZPP_CHECK(KeepFill(context, this_call, secondary_bytes, &fill));
   }
   Staging staging(context);
   std::byte* area = nullptr;
-  if (entry.lease) {
-    ZPP_CHECK(entry.lease.fence().BeginWrite(stream));
-    area = static_cast<std::byte*>(entry.lease.data());
+  if (fill.lease) {
+    ZPP_CHECK(fill.lease.fence().BeginWrite(stream));
+    area = static_cast<std::byte*>(fill.lease.data());
   } else {
     ZPP_CHECK(staging.Take(secondary_bytes, &area));
   }
   if (plan->delta_bits != 0 && deltas_ != nullptr) {
-    ZPP_CHECK(deltas_->RunFill(context, *plan, args, !disabled_,
+    ZPP_CHECK(deltas_->RunFill(context, *plan, args, !deltas_off_,
                                Counters() + codec::kHpzFailuresCounter, area));
   } else {
     ZPP_CHECK(RunHierarchicalAllGather(context, *plan, args, area));
   }
   stats_.AddHpzMiss();
-  if (entry.lease) {
-    ZPP_CHECK(entry.lease.fence().EndWrite(stream));
-    entries_[position] = std::move(entry);
+  if (fill.lease) {
+    ZPP_CHECK(fill.lease.fence().EndWrite(stream));
+    kept_[position] = std::move(fill);
     stats_.NoteHpzKeptBytes(kept_bytes());
   }
   ZPP_CHECK(open_slot.End());

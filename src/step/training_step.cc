@@ -155,6 +155,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
     uint64_t& digest = digests[rank];
     int step = 0;
     bool tampered = false;
+    TrainingPass pass = TrainingPass::kForward;  // of the gathers issued now
 
     auto run_gather = [&](size_t l, std::vector<uint8_t>& out) {
       const size_t count = spec.layer_counts[l];
@@ -173,7 +174,9 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
         out.assign(bytes, 0);
       }
       void* recv = block != nullptr ? static_cast<void*>(block) : out.data();
-      if (engine.AllGather({input, recv, count, spec.dtype}, *stream) != ncclSuccess) ++failures;
+      if (engine.AllGather({input, recv, count, spec.dtype, pass}, *stream) != ncclSuccess) {
+        ++failures;
+      }
       backend.Synchronize(*stream);
       ++harness_syncs;
       if (block != nullptr) {
@@ -276,6 +279,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       }
       for (int micro = 0; micro < spec.micro_batches; ++micro) {
         stream = forward_stream.get();
+        pass = TrainingPass::kForward;
         for (size_t l = 0; l < layers; ++l) gather(l);
         if (micro == 0 && step == spec.extra_gather_step) gather(spec.extra_gather_layer);
         if (micro == 0 && step == spec.tamper_step) {
@@ -289,6 +293,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
           gathered[0] = false;
         }
         stream = backward;
+        pass = TrainingPass::kBackward;
         for (size_t l = layers; l-- > 0;) {
           if (micro == 0 && step == spec.missing_gather_step && l == spec.missing_gather_layer) {
             continue;

@@ -70,7 +70,7 @@ uint64_t Units(const std::string& model) {
 }
 
 // Buffers as FSDP2 allocates them (recycled blocks, input inside the output): hpZ finds its
-// reuse from content, so every backward gather from the third epoch on is a hit and the figures
+// reuse from content, so every backward gather of every step is a hit and the figures
 // are the dedicated buffers', bitwise as without hpZ.
 TEST(StepModeTest, FrameworkBuffersGiveTheDedicatedFigures) {
   constexpr int kSteps = 4;
@@ -83,8 +83,7 @@ TEST(StepModeTest, FrameworkBuffersGiveTheDedicatedFigures) {
     // and 7B.
     EXPECT_NEAR(dedicated.relative_volume, 0.766, 0.01) << model;
     EXPECT_NEAR(framework.relative_volume, dedicated.relative_volume, 0.01) << model;
-    std::vector<uint64_t> hits(kSteps, 8 * Units(model));
-    hits[0] = hits[1] = 0;
+    const std::vector<uint64_t> hits(kSteps, 8 * Units(model));
     EXPECT_EQ(framework.hpz_hits_per_step, hits) << model;
     EXPECT_EQ(framework.hpz_verify_failures, 0u) << model;
     EXPECT_EQ(framework.nan_outputs, 0) << model;
@@ -92,9 +91,10 @@ TEST(StepModeTest, FrameworkBuffersGiveTheDedicatedFigures) {
   }
 }
 
-// Four micro-batches per optimizer step: every gather of a unit after its first in the epoch is
-// a hit, and the volume per optimizer step is one int8 forward gather plus four int4 gradient
-// reduce-scatters (the per-micro-batch cost read off qgZ alone: 2.258 - 2 plain gathers).
+// Four micro-batches per optimizer step: every backward gather is a hit, and the volume per
+// optimizer step is four times one micro-batch's (an int8 forward gather and an int4 gradient
+// reduce-scatter each: a forward gather never reuses, since the host cannot know that the
+// weights did not change between two forward passes).
 TEST(StepModeTest, MicroBatchesVolumePerOptimizerStep) {
   constexpr int kSteps = 3;
   constexpr int kMicro = 4;
@@ -102,11 +102,11 @@ TEST(StepModeTest, MicroBatchesVolumePerOptimizerStep) {
   const StepFigures four = Replay("125M", "zero++", InputBuffers::kFramework, kSteps, kMicro);
   const StepFigures qgz = Replay("125M", "qgz8/4", InputBuffers::kFramework, kSteps);
   EXPECT_EQ(four.micro_batches, kMicro);
-  EXPECT_NEAR(four.relative_volume, one.relative_volume + (kMicro - 1) * (qgz.relative_volume - 2),
-              1e-3);
+  EXPECT_NEAR(four.relative_volume, kMicro * one.relative_volume, 1e-3);
+  EXPECT_LT(four.relative_volume, kMicro * (qgz.relative_volume - 1));  // hits save the rest
   std::printf("125M zero++, 4 micro-batches: %.3f plain gathers per optimizer step\n",
               four.relative_volume);
-  EXPECT_EQ(four.hpz_hits_per_step.back(), 8 * Units("125M") * (2 * kMicro - 1));
+  EXPECT_EQ(four.hpz_hits_per_step.back(), 8 * Units("125M") * kMicro);
   EXPECT_EQ(four.hpz_verify_failures, 0u);
   EXPECT_EQ(four.nan_outputs, 0);
 }
@@ -115,7 +115,7 @@ TEST(StepModeTest, TooFewStepsFail) {
   StepReplaySpec spec;
   ASSERT_EQ(ResolveModel("125M", &spec.model), ncclSuccess);
   spec.layout = sim::ClusterLayout::Uniform(2, 2);
-  spec.steps = 2;  // no steady step: hpZ reuse starts in the third
+  spec.steps = 2;  // no steady step: the steady figures start at the third
   StepFigures figures;
   EXPECT_NE(ReplaySteps(spec, &figures), ncclSuccess);
 }

@@ -25,7 +25,7 @@ struct RaceResult {
 
 RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
   constexpr size_t kCount = 4096;
-  constexpr int kTrustSteps = 3;  // reuse is agreed from epoch 2 on; races from epoch 3
+  constexpr int kTrustSteps = 3;  // races from epoch 3
   std::atomic<int> wrong{0};
   std::atomic<uint64_t> hits{0};
   std::atomic<size_t> violations{0};
@@ -52,13 +52,15 @@ RaceResult RunForwardBackwardRace(bool fence_enabled, int race_steps) {
         shard[i] = float(step * 100000 + backend.rank() * 10000 + i);
       const bool race = step >= kTrustSteps;
       backend.SetStreamDelayForTesting(*forward_stream, std::chrono::microseconds(race ? 400 : 0));
-      ASSERT_EQ(
-          engine.AllGather({shard.data(), forward.data(), kCount, ncclFloat32}, *forward_stream),
-          ncclSuccess);
+      ASSERT_EQ(engine.AllGather(
+                    {shard.data(), forward.data(), kCount, ncclFloat32, TrainingPass::kForward},
+                    *forward_stream),
+                ncclSuccess);
       Stream& reuse_stream = race ? *backward_stream : *forward_stream;
-      ASSERT_EQ(
-          engine.AllGather({shard.data(), backward.data(), kCount, ncclFloat32}, reuse_stream),
-          ncclSuccess);
+      ASSERT_EQ(engine.AllGather(
+                    {shard.data(), backward.data(), kCount, ncclFloat32, TrainingPass::kBackward},
+                    reuse_stream),
+                ncclSuccess);
       backend.Synchronize(*forward_stream);
       backend.Synchronize(*backward_stream);
       for (int r = 0; r < n; ++r) {
@@ -93,7 +95,7 @@ TEST(HpzRaceTest, WithoutTheFenceTheReuseReadsAnUnwrittenPartition) {
 
 TEST(HpzRaceTest, WithTheFenceTheReuseIsAlwaysExact) {
   const RaceResult result = RunForwardBackwardRace(/*fence_enabled=*/true, 6);
-  EXPECT_EQ(result.hits, 4u * (1u + 6u));  // epoch 2's and every race step's, on every rank
+  EXPECT_EQ(result.hits, 4u * (3u + 6u));  // every step's backward gather, on every rank
   EXPECT_EQ(result.wrong_outputs, 0);
   EXPECT_EQ(result.order_violations, 0u);
 }

@@ -26,7 +26,8 @@ TEST(LibraryTest, ExportsExactlyTheCApiAndTheHooks) {
   const std::set<std::string> expected = {
       // zpp's C API
       "zppGetVersion", "zppGetStats", "zppGetCommStats", "zppGetPassThroughReasonName",
-      "zppStepEpochAdvance", "zppGetStepEpoch",
+      "zppStepEpochAdvance", "zppGetStepEpoch", "zppSetTrainingPass", "zppGetTrainingPass",
+      "zppHpzChecks", "zppHpzStepSkipped",
       // the NCCL calls zpp intercepts
       "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll", "ncclCommInitRankScalable",
       "ncclCommSplit", "ncclCommShrink", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",

@@ -1,8 +1,7 @@
 // hpZ's fingerprint covers the whole shard, every byte of every element: a change to the shard's
 // last element only, inside one step epoch, is seen by a reuse (NaN sent in place of its secondary
-// partition, so its node's outputs hold NaN, and counted). Before reuse is trusted, such a gather
-// is only a fresh one (the reuse pattern comes from the shards' content, issue 13): exact
-// everywhere, nothing counted. A fingerprint of
+// partition, so its node's outputs hold NaN, and counted). A backward gather whose pass zpp was
+// not told is only a fresh one: exact everywhere, nothing counted. A fingerprint of
 // `count` bytes instead of `count x element size` would see only the first half (fp16, bf16) or
 // quarter (fp32) of the shard, and a stale secondary partition would be delivered as current.
 #include <gtest/gtest.h>
@@ -39,8 +38,10 @@ float Value(int step, int rank, size_t i) {
 
 // Steps 0..`tamper_step`; in every step a forward and a backward all-gather of each rank's
 // shard on one stream, the epoch advanced after the step. In step `tamper_step`, between the
-// two gathers, rank 1 changes the last element of its shard (and only that).
-Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_step) {
+// two gathers, rank 1 changes the last element of its shard (and only that). The second gather
+// is of `second_pass`.
+Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_step,
+                                  TrainingPass second_pass = TrainingPass::kBackward) {
   const sim::ClusterLayout layout = sim::ClusterLayout::Uniform(2, 2);
   const plan::Shape shape = sim::ShapeOf(layout);
   std::atomic<int> nan_outputs{0}, exact_outputs{0};
@@ -65,7 +66,8 @@ Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_ste
     for (int step = 0; step <= tamper_step; ++step) {
       for (size_t i = 0; i < kCount; ++i) values[i] = Value(step, backend.rank(), i);
       codec::StoreElements(shard.data(), dtype, 0, kCount, values.data());
-      ASSERT_EQ(engine.AllGather({shard.data(), forward.data(), kCount, dtype}, *stream),
+      ASSERT_EQ(engine.AllGather(
+                    {shard.data(), forward.data(), kCount, dtype, TrainingPass::kForward}, *stream),
                 ncclSuccess);
       const bool tamper = step == tamper_step && backend.rank() == kTamperRank;
       if (tamper) {
@@ -73,8 +75,9 @@ Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_ste
         const float changed = values[kCount - 1] + 1.0f;
         codec::StoreElements(shard.data(), dtype, kCount - 1, 1, &changed);
       }
-      ASSERT_EQ(engine.AllGather({shard.data(), backward.data(), kCount, dtype}, *stream),
-                ncclSuccess);
+      ASSERT_EQ(
+          engine.AllGather({shard.data(), backward.data(), kCount, dtype, second_pass}, *stream),
+          ncclSuccess);
       backend.Synchronize(*stream);
       if (step == tamper_step) {
         codec::LoadElements(backward.data(), dtype, 0, kCount * n, out.data());
@@ -107,21 +110,22 @@ Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_ste
 class HpzFingerprintCoverageTest
     : public ::testing::TestWithParam<std::tuple<ncclDataType_t, bool>> {};
 
-// Step 2 is the first whose backward gathers reuse (agreed in epochs 0 and 1): the tampered
-// rank's reuse must see the change and send NaN (its node's outputs) rather than its old shard.
+// Every step's backward gather reuses its forward fill: the tampered rank's reuse in step 2 must
+// see the change and send NaN (its node's outputs) rather than its old shard.
 TEST_P(HpzFingerprintCoverageTest, LastElementChangedBeforeAReuseIsSeen) {
   const auto [dtype, qwz] = GetParam();
   const Outcome outcome = RunWithLastElementChanged(dtype, qwz, /*tamper_step=*/2);
-  EXPECT_EQ(outcome.hits, 4u) << "step 2's backward gather should reuse on every rank";
+  EXPECT_EQ(outcome.hits, 3u * 4u) << "every step's backward gather should reuse on every rank";
   EXPECT_EQ(outcome.tamper_rank_failures, 1u) << "the change went unseen";
   EXPECT_GE(outcome.nan_outputs, 1) << "the tampered rank's reuse was not poisoned";
 }
 
-// Step 1: reuse is not trusted yet, so the backward gather is a full gather of what the shard
-// holds now: every output exact, nothing counted as a failure.
-TEST_P(HpzFingerprintCoverageTest, LastElementChangedBeforeReuseIsTrustedIsAFreshGather) {
+// The second gather of unknown pass (no hint): a full gather of what the shard holds now, never
+// a reuse: every output exact, nothing counted as a failure.
+TEST_P(HpzFingerprintCoverageTest, LastElementChangedBeforeAGatherOfUnknownPassIsAFreshGather) {
   const auto [dtype, qwz] = GetParam();
-  const Outcome outcome = RunWithLastElementChanged(dtype, qwz, /*tamper_step=*/1);
+  const Outcome outcome =
+      RunWithLastElementChanged(dtype, qwz, /*tamper_step=*/1, TrainingPass::kUnknown);
   EXPECT_EQ(outcome.hits, 0u);
   EXPECT_EQ(outcome.tamper_rank_failures, 0u);
   EXPECT_EQ(outcome.nan_outputs, 0);

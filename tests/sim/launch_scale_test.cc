@@ -130,7 +130,10 @@ Replay ReplayCase(const ClusterLayout& layout, const Case& c) {
       const LaunchCounts before = backend.launches();
       Result result;
       if (gather) {
-        result = engine.AllGather({send.data(), recv.data(), kCount, kDtype}, *stream, &chosen);
+        // Each epoch's two gathers: a forward fill and the backward gather that reuses it.
+        const TrainingPass pass = call % 2 == 0 ? TrainingPass::kForward : TrainingPass::kBackward;
+        result =
+            engine.AllGather({send.data(), recv.data(), kCount, kDtype, pass}, *stream, &chosen);
       } else {
         result = engine.ReduceScatter({send.data(), recv.data(), kCount, kDtype, c.reduction,
                                        premul, c.premul_on_device ? device_scalar.data() : nullptr},

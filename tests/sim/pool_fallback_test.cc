@@ -78,6 +78,8 @@ struct PoolSpec {
   bool reduce_scatter = false;
   std::vector<size_t> counts = {kCount};  // per call, elements per rank
   int per_epoch = 1 << 30;
+  // Gathers from this place in their epoch on are a backward pass's, the ones before forward.
+  int backward_from = 1 << 30;
   bool no_allocation_after_setup = false;
 };
 
@@ -117,7 +119,10 @@ PoolRun RunPool(const PoolSpec& spec) {
             {input.data(), call.output.data(), count, ncclFloat32, plan::Reduction::kSum}, *stream,
             &call.plan);
       } else {
-        call.result = engine.AllGather({input.data(), call.output.data(), count, ncclFloat32},
+        const TrainingPass pass = call_index % spec.per_epoch >= spec.backward_from
+                                      ? TrainingPass::kBackward
+                                      : TrainingPass::kForward;
+        call.result = engine.AllGather({input.data(), call.output.data(), count, ncclFloat32, pass},
                                        *stream, &call.plan);
       }
       backend.Synchronize(*stream);
@@ -225,8 +230,9 @@ TEST(PoolFallbackTest, HpzCountsOnlyTheCallsItsPlansRan) {
     PoolSpec spec;
     spec.settings = test::TechniquesOn(false, true, false);
     spec.pool_bytes = kib << 10;
-    spec.counts.assign(4 * 4, kCount);  // four epochs of four gathers: hits from the third
+    spec.counts.assign(4 * 4, kCount);  // four epochs of two forward and two backward gathers
     spec.per_epoch = 4;
+    spec.backward_from = 2;
     const PoolRun run = RunPool(spec);
     uint64_t planned = 0;
     for (int rank = 0; rank < kRanks; ++rank) {
@@ -298,9 +304,10 @@ TEST(PoolFallbackTest, WithinCapacityPlansRunWithoutAllocating) {
   PoolSpec spec;
   spec.settings = test::TechniquesOn(true, true, false);
   spec.no_allocation_after_setup = true;
-  // Five epochs of four gathers of one shard: from the third, the later three reuse the first.
+  // Five epochs of two forward and two backward gathers of one shard: the backward ones hit.
   spec.counts.assign(5 * 4, kCount);
   spec.per_epoch = 4;
+  spec.backward_from = 2;
   const PoolRun run = RunPool(spec);
   for (int rank = 0; rank < kRanks; ++rank) {
     for (const Call& call : run.calls[rank]) {

@@ -3,7 +3,7 @@
 The step epoch: hpZ may reuse the secondary partition of a weight only within one step, so the
 step epoch must advance after every optimizer step. When the program imports torch.optim, this
 registers a global optimizer post-step hook that calls zppStepEpochAdvance() in the preloaded
-libzpp.so.
+libzpp.so, and hpZ's step guard (zpp_step_guard.py), a pre-step hook.
 
 The CPU switch (zpp-run --cpu, ZPP_TORCH_CPU=1): when the program imports torch.distributed,
 every process group it asks of gloo for CPU tensors is made with the `zpp` backend instead
@@ -33,6 +33,9 @@ def _install_step_hook(module):
                          "hpZ reuse stays off (call zppStepEpochAdvance yourself)\n")
         return
     register(_advance_epoch)
+    import zpp_step_guard  # beside this file
+
+    zpp_step_guard.install(_zpp, module.register_optimizer_step_pre_hook)
 
 
 def _zpp_for_gloo(backend, cuda_available):

@@ -56,6 +56,7 @@ def _load():
         "zppCpuAllGatherBytes": [c.c_void_p, c.c_void_p, c.c_size_t, comm],
         "zppCpuBroadcastBytes": [c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuCommGetStats": [comm, c.POINTER(Stats)],
+        "zppCpuCommHpzChecks": [comm, c.POINTER(c.c_uint64), c.POINTER(c.c_uint64)],
         "zppCpuStepEnded": [],
     }
     for name, argtypes in signatures.items():

@@ -25,6 +25,7 @@ class Stats(ctypes.Structure):
         ("qwz_delta_calls", ctypes.c_uint64),
         ("qwz_delta_full", ctypes.c_uint64),
         ("control_sent_bytes", ctypes.c_uint64 * 3),
+        ("hpz_skipped_steps", ctypes.c_uint64),
     ]
 
     def as_dict(self, reason_names):
@@ -54,6 +55,7 @@ class Stats(ctypes.Structure):
             "control_sent_bytes": {"intra_node": self.control_sent_bytes[0],
                                    "inter_node": self.control_sent_bytes[1],
                                    "inter_rack": self.control_sent_bytes[2]},
+            "hpz_skipped_steps": self.hpz_skipped_steps,
         }
 
 

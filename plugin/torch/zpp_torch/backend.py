@@ -59,6 +59,19 @@ def _close_all():
         backend._close()
 
 
+# zppTrainingPass_t: hpZ pairs a backward pass's all-gather with its step's forward fill.
+_PASS_FORWARD, _PASS_BACKWARD = 1, 2
+_LIBZPP = epoch.libzpp()
+_LIBZPP.zppSetTrainingPass.argtypes = [ctypes.c_int]
+_LIBZPP.zppSetTrainingPass.restype = ctypes.c_int
+
+
+def _training_pass():
+    """Backward while autograd's engine runs a backward on this thread (FSDP2's and DeepSpeed's
+    backward gathers come from its hooks), else forward."""
+    return _PASS_BACKWARD if torch._C._current_graph_task_id() != -1 else _PASS_FORWARD
+
+
 @functools.cache
 def _reason_names():
     return reason_names(epoch.libzpp())
@@ -215,7 +228,7 @@ class ZppBackend(_C10dBackend):
         self._delegated_calls = collections.Counter()
         self._worker = _InOrderWorker(f"zpp-comm-r{rank}")
         _comms.append(self)
-        epoch.install_step_hook(drain=ZppBackend.drain_all)
+        epoch.install_step_hook(drain=ZppBackend.drain_all, hpz_checks=ZppBackend.hpz_checks)
 
     def _connect(self, store, timeout):
         # Bootstrap through the c10d store torch hands us (a prefix store per group): every rank
@@ -256,6 +269,22 @@ class ZppBackend(_C10dBackend):
         for backend in list(ZppBackend._live):
             if getattr(backend, "_worker", None) is not None:
                 backend.drain()
+
+    @staticmethod
+    def hpz_checks():
+        """hpZ's cumulative (failures, choices) over every communicator, once their submitted
+        collectives have run (zppCpuCommHpzChecks): for hpZ's step guard."""
+        ZppBackend.drain_all()
+        failures = choices = 0
+        for backend in list(ZppBackend._live):
+            if getattr(backend, "_comm", None) is None:
+                continue
+            comm_failures, comm_choices = ctypes.c_uint64(0), ctypes.c_uint64(0)
+            check(LIB.zppCpuCommHpzChecks(backend._comm, ctypes.byref(comm_failures),
+                                          ctypes.byref(comm_choices)), "hpZ checks")
+            failures += comm_failures.value
+            choices += comm_choices.value
+        return failures, choices
 
     # ---- what the backend is ----------------------------------------------------------------
 
@@ -331,9 +360,11 @@ class ZppBackend(_C10dBackend):
         count = source.numel()
         if dtype is None:  # gathered as bytes: exact for any dtype
             dtype, count = _NCCL_UINT8, source.numel() * source.element_size()
+        training_pass = _training_pass()  # as the issuing thread sees it; the worker runs it
 
         def run():
             if count:
+                _LIBZPP.zppSetTrainingPass(training_pass)
                 check(LIB.zppCpuAllGather(source.data_ptr(), target.data_ptr(), count, dtype,
                                           self._comm), what, self._comm)
             if target is not output:

@@ -45,15 +45,21 @@ def current():
     return epoch.value
 
 
-def install_step_hook(drain=None):
+def install_step_hook(drain=None, hpz_checks=None):
     """The epoch hook (unless zpp-run's advances the epoch already), then the step's end for
     ZPP_PROGRESS: hooks run in the order they were registered, so the epoch has advanced by then
     whichever hook advanced it. `drain`, before every step: the backend's collectives run on
-    worker threads, and each must run in the epoch of the step that issued it."""
+    worker threads, and each must run in the epoch of the step that issued it. `hpz_checks`: the
+    backend's hpZ counters, read by hpZ's step guard (zpp_step_guard, once per process)."""
     global _installed
     if _installed:
         return
     _installed = True
+    import zpp_step_guard  # copied beside zpp_torch (build/python), or zpp-run's
+
+    zpp_step_guard.install(libzpp())
+    if hpz_checks is not None:
+        zpp_step_guard.add_source(hpz_checks)
     from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                        register_optimizer_step_pre_hook)
 
