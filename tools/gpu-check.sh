@@ -17,6 +17,11 @@
 #   fsdp         FSDP2 (bench/fsdp/train_fsdp2.py) five ways, the last with weight     5 x 100 s
 #                deltas and error feedback (their CUDA kernels); ZPP_STATS must show
 #                that each zpp way took all-gathers (and reduce-scatters with qgZ)
+#   hpz-loops    FSDP2's stochastic-depth and EMA-swap loops over plain NCCL (no        2 x 90 s
+#                zpp) and under zpp-run --hpz (tests/torch/hpz_loops_gpu.py; 4 ranks,
+#                2 nodes x 2): per-step losses and final shards bitwise equal, hpZ hits on
+#                every rank (zppGetStats), no verification failure or skipped step
+#                (expected about 2 minutes in all)
 #   ddp          DDP (train_fsdp2.py --parallel ddp) over NCCL, then with the           5 x 100 s
 #                compressed all-reduce at 8 bits and at 4 with error feedback; HSDP
 #                (--parallel hsdp, 2 x 2 mesh) over NCCL and with qAR at 8 bits: qAR must
@@ -37,18 +42,24 @@
 # .whl/ (the parts install it into a scratch folder there).
 #
 # Usage: tools/gpu-check.sh [--dry-run] BUILD [PART...]   (no PART: all, in the order above)
+#        tools/gpu-check.sh --help   (this text)
 #   ZPP_CHECK_MPS=1  the ranks as clients of an MPS daemon (not with the sanitizer parts)
 #   --dry-run    print every part's commands instead of running them (needs no GPU)
 #   ZPP_RESULTS  where reports go (default bench/results; on the device machine, $OUT)
 # Exit status 0 only when every part run passed; 77 when there is no GPU.
 set -uo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  # The header above, without its comment marks.
+  sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+  exit 0
+fi
 dry=0
 if [[ "${1:-}" == --dry-run ]]; then
   dry=1
   shift
 fi
-all_parts="probe codec codec-mem plugin memcheck racecheck fsdp ddp deepspeed deepspeed-own bench
-  allreduce-bench tune codec-bench"
+all_parts="probe codec codec-mem plugin memcheck racecheck fsdp hpz-loops ddp deepspeed
+  deepspeed-own bench allreduce-bench tune codec-bench"
 all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
 build=$(realpath -m "${1:-build}")
@@ -408,6 +419,39 @@ if want fsdp; then
     done
     if ((dry == 0 && ${#runs[@]} > 0)) && [[ "${runs[0]}" == nccl=* ]]; then
       python3 bench/fsdp/plot_losses.py "$results/fsdp_loss_${tag}.png" "${runs[@]}" >> "$report"
+    fi
+  fi
+fi
+
+# hpZ pairs each backward all-gather with its own step's forward fill, the pass told by the
+# calling thread (the autograd engine's pt_autograd_<device> threads run a CUDA backward): two
+# loops that change what a step gathers, against plain NCCL. The driver starts the 4 ranks
+# itself (tests/torch/launch.py; each its own NCCL_HOSTID), each mode's job at most 90 s.
+if want hpz-loops; then
+  section "hpZ under FSDP2's training loops (stochastic depth, EMA swap): plain NCCL against zpp-run --hpz"
+  if ((dry == 0)) && ! python3 -c "import torch.distributed.fsdp" 2>/dev/null; then
+    failures=$((failures + 1)); note "- FAILED: torch is not installed here"
+  else
+    log="$work/hpz_loops.log"
+    run timeout 200 python3 tests/torch/hpz_loops_gpu.py "$build" --loops stochastic_depth,ema_eval \
+      --timeout 90 --keep "$work/hpz_loops" --json "$results/hpz_loops_${tag}.json" > "$log" 2>&1
+    status=$?
+    if ((dry == 0)); then
+      # The driver's table, its failures (first lines) and its last line.
+      grep -E '^\|' "$log" | sed 's/^/    /' >> "$report"
+      grep -E '^FAIL ' "$log" | cut -c1-400 | sed 's/^/    /' >> "$report"
+      last=$(grep -E '^hpz_loops_gpu: ' "$log" | tail -1)
+      if ((status == 0)); then
+        note "- $last"
+      else
+        failures=$((failures + 1))
+        case $status in
+          124) note "- FAILED: timed out after 200 s (each job's ranks: rank*.log under ZPP_CHECK_LOGS)" ;;
+          77) note "- FAILED: ${last:-the driver found no GPU} (exit 77)" ;;
+          *) note "- FAILED (exit $status): ${last:-no summary line: the end of the log is in the output (hpz_loops.log under ZPP_CHECK_LOGS)}" ;;
+        esac
+        tail -30 "$log"
+      fi
     fi
   fi
 fi

@@ -69,27 +69,31 @@ mutant fence-config-switch src/engine/engine.cc \
   "zpp_fence_staging_tests=*"
 
 # hpZ (src/engine/hpz_cache.cc; the hit's choice of its partition, which verifies it, in
-# src/codec/math/hpz_select_math.h and the sim's src/codec/hpz_select.cc).
-# Every hit sends the planned partition, unverified.
-# hpZ's bounded cache (issue 25, item 7): the bound holds at its edges (a partition that exactly
-# fits stays).
+# src/codec/math/hpz_select_math.h and the sim's src/codec/hpz_select.cc; the step guard in
+# tools/zpp_python/zpp_step_guard.py).
+# The bound holds at its edges (a partition that exactly fits stays).
 mutant hpz-bound-edge src/engine/hpz_cache.cc \
-  '  while (!entries_.empty() && kept_bytes() + bytes > max_bytes_) {' \
-  '  while (!entries_.empty() && kept_bytes() + bytes >= max_bytes_) {' \
+  '  if (kept_bytes() + secondary_bytes > max_bytes_) return ncclSuccess;' \
+  '  if (kept_bytes() + secondary_bytes >= max_bytes_) return ncclSuccess;' \
   "zpp_sim_tests=Hpz*"
 mutant hpz-bound-partition-edge src/engine/hpz_cache.cc \
-  '    if (entry.lease && entry.lease.size() > max_bytes_) entry.lease = BufferLease();' \
-  '    if (entry.lease && entry.lease.size() >= max_bytes_) entry.lease = BufferLease();' \
+  '  if (fill->lease && kept_bytes() + fill->lease.size() > max_bytes_) fill->lease = BufferLease();' \
+  '  if (fill->lease && kept_bytes() + fill->lease.size() >= max_bytes_) fill->lease = BufferLease();' \
   "zpp_sim_tests=Hpz*"
-# Its eviction: fills the agreed pattern does not reuse go first, then the oldest.
-mutant hpz-evict-unplanned-first src/engine/hpz_cache.cc \
-  '                               [](const auto& kept) { return !kept.second.planned; });' \
-  '                               [](const auto&) { return false; });' \
+# Pairing (issue 44): a backward gather pairs with the latest unpaired forward fill of its shape;
+# only backward gathers pair; a forward pass after a backward releases the last one's fills.
+mutant hpz-pair-latest src/engine/hpz_cache.cc \
+  $'  const int fill = waiting->second.back();\n  waiting->second.pop_back();' \
+  $'  const int fill = waiting->second.front();\n  waiting->second.erase(waiting->second.begin());' \
   "zpp_sim_tests=Hpz*"
-mutant hpz-evict-oldest src/engine/hpz_cache.cc \
-  '    entries_.erase(victim != entries_.end() ? victim : entries_.begin());' \
-  '    entries_.erase(victim != entries_.end() ? victim : std::prev(entries_.end()));' \
+mutant hpz-pair-backward-only src/engine/hpz_cache.cc \
+  '  int root = pass == TrainingPass::kBackward ? PairedFill(this_call) : -1;' \
+  '  int root = pass != TrainingPass::kUnknown ? PairedFill(this_call) : -1;' \
   "zpp_sim_tests=Hpz*"
+mutant hpz-new-forward-pass src/engine/hpz_cache.cc \
+  $'    kept_.clear();\n    unpaired_.clear();\n  }' \
+  $'  }' \
+  "zpp_sim_tests=HpzMemory*:HpzFramework*"
 # The one host wait on the collective path is counted for the user (issue 25, item 6).
 mutant hpz-host-waits-counted src/engine/hpz_cache.cc \
   '  stats_.AddHostWait();' \
@@ -100,31 +104,28 @@ mutant hpz-host-waits-counted src/engine/hpz_cache.cc \
 # calls write their slots, all taken out (as before the fix). Either alone orders the test's
 # streams (the claim's waits cover the record's buffer there), so they go out together.
 mutant hpz-own-buffers-fenced src/engine/hpz_cache.cc \
-  $'  ZPP_CHECK(exchange_send_.fence().BeginWrite(stream));\n  ZPP_CHECK(harvest_.fence().BeginWrite(stream));\n  // The fingerprints\' exclusive side (see AllGather): waits for every call\'s slot, on every\n  // stream.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,\n                                  ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),\n                                  stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  // After every hit\'s choice: the fingerprint fence ordered every call before this.\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(exchange_send_.fence().EndWrite(stream));\n  ZPP_CHECK(harvest_.fence().EndWrite(stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_shapes_ = shapes_;\n  exchanged_pattern_calls_ = derived;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(HarvestAgreement());\n    slots = std::max(slots, 2 * shapes_.size());\n  }\n  // Every agreed position needs its slot: a hit verifies against it.\n  slots = std::max(slots, agreed_.shapes.size());\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).\n  ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));\n  ZPP_CHECK(fingerprints.fence().EndWrite(context.stream));' \
-  $'  // The fingerprints\' exclusive side (see AllGather): waits for every call\'s slot, on every\n  // stream.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(static_cast<const uint64_t*>(fingerprints_.data()), derived,\n                                  ShapesHash(shapes_), pattern, reinterpret_cast<uint64_t*>(send),\n                                  stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  // After every hit\'s choice: the fingerprint fence ordered every call before this.\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, harvest_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_shapes_ = shapes_;\n  exchanged_pattern_calls_ = derived;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(HarvestAgreement());\n    slots = std::max(slots, 2 * shapes_.size());\n  }\n  // Every agreed position needs its slot: a hit verifies against it.\n  slots = std::max(slots, agreed_.shapes.size());\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).\n' \
+  $'  ZPP_CHECK(record_send_.fence().BeginWrite(stream));\n  ZPP_CHECK(records_.fence().BeginWrite(stream));\n  // The fingerprints\' exclusive side: after every call\'s slot and every hit\'s choice, on every\n  // stream, so the counters copied below hold the whole epoch\'s.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(nullptr, 0, decisions_hash_, nullptr,\n                                  reinterpret_cast<uint64_t*>(send), stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, records_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(record_send_.fence().EndWrite(stream));\n  ZPP_CHECK(records_.fence().EndWrite(stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(ReadPreviousRecord());\n    slots = std::max(slots, 2 * static_cast<size_t>(calls_));\n  }\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).\n  ZPP_CHECK(fingerprints.fence().BeginWrite(context.stream));\n  ZPP_CHECK(fingerprints.fence().EndWrite(context.stream));' \
+  $'  // The fingerprints\' exclusive side: after every call\'s slot and every hit\'s choice, on every\n  // stream, so the counters copied below hold the whole epoch\'s.\n  ZPP_CHECK(fingerprints_.fence().BeginWrite(stream));\n  ZPP_CHECK(backend_.ReusePattern(nullptr, 0, decisions_hash_, nullptr,\n                                  reinterpret_cast<uint64_t*>(send), stream));\n  ZPP_CHECK(fingerprints_.fence().EndWrite(stream));\n  ZPP_CHECK(backend_.Memcpy(send + offsetof(EpochRecord, failures),\n                            Counters() + codec::kHpzFailuresCounter, 2 * sizeof(uint32_t), stream));\n  ZPP_CHECK(\n      backend_.AllGather(send, records_.data(), sizeof(EpochRecord), GroupKind::kWorld, stream));\n  ZPP_CHECK(backend_.RecordEvent(*exchange_done_, stream));\n  exchange_pending_ = true;\n  exchanged_epoch_ = epoch_;\n  return ncclSuccess;\n}\n\nResult HpzCache::UsesEnded(bool* ended) {\n  *ended = true;\n  return exchange_done_ ? backend_.EventReached(*exchange_done_, ended) : ncclSuccess;\n}\n\nResult HpzCache::Prepare() {\n  if (!counters_) {\n    ZPP_CHECK(backend_.AllocateHostVisible(2 * sizeof(uint32_t), &counters_));\n    std::memset(counters_->data(), 0, 2 * sizeof(uint32_t));  // no device work has it yet\n  }\n  if (!exchange_done_) ZPP_CHECK(backend_.CreateEvent(&exchange_done_));\n  return ncclSuccess;\n}\n\nResult HpzCache::StartEpoch(PlanContext& context, uint64_t epoch) {\n  ZPP_CHECK(Prepare());  // made at set-up by a communicator; nothing happens here then\n  size_t slots = kMinSlots;\n  if (started_) {\n    // The exchange of the previous advance has completed long since.\n    ZPP_CHECK(ReadPreviousRecord());\n    slots = std::max(slots, 2 * static_cast<size_t>(calls_));\n  }\n  // Taken before the exchange below is enqueued: a pool that refuses it (alike on every rank)\n  // fails the call before any collective. Its fence orders it after its earlier users.\n  BufferLease fingerprints;\n  ZPP_CHECK(context.pool.Take(slots * sizeof(uint64_t), &fingerprints));\n  // The calls write their slots under the fence\'s shared side (AllGather), which waits for the\n  // last write only: an exclusive use first orders them after every earlier user of these\n  // bytes, readers included (a dropped partition that a hit on another stream still reads).' \
   "zpp_sim_tests=HpzStreamOrder*"
+# Every hit sends the paired partition, unverified.
 mutant hpz-verification src/codec/math/hpz_select_math.h \
   '    if (*candidates.fingerprint[i] == now) return static_cast<int>(i);' \
   '    if (*candidates.fingerprint[i] != now + 1) return static_cast<int>(i);' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
-# A hit that matches nothing counts a failure but sends the planned (stale) partition.
+# A hit that matches nothing counts a failure but sends the paired (stale) partition.
 mutant hpz-poisoning src/codec/hpz_select.cc \
   '    std::memset(send.data(), kHpzPoisonByte, send.size());' \
   '    std::memcpy(send.data(), candidates.partition[0], send.size());' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*"
-# Only the planned partition is offered: a shifted sequence among calls of one size fails.
+# Only the paired partition is offered: a shifted backward among calls of one size fails.
 mutant hpz-candidates src/engine/hpz_cache.cc \
   '    if (candidates.count == codec::kMaxHpzCandidates) break;' \
   '    break;' \
   "zpp_sim_tests=HpzChangedSequence*"
-mutant hpz-agreement src/engine/hpz_cache.cc \
-  '    same_pattern &= records[r].pattern_hash == records[0].pattern_hash;' \
-  '    same_pattern &= true;' \
-  "zpp_sim_tests=Hpz*"
 # Ranks whose hits chose different partitions are not reported.
 mutant hpz-choices src/engine/hpz_cache.cc \
-  '    if (records[r].choices != usual_choices) add(other_choices, r);' \
-  '    if (records[r].choices != usual_choices && r < 0) add(other_choices, r);' \
+  '    if (records[r].choices != usual_choices) AddRank(other_choices, r);' \
+  '    if (records[r].choices != usual_choices && r < 0) AddRank(other_choices, r);' \
   "zpp_sim_tests=HpzMisuseTest.RanksChoosing*"
 # Both fingerprints (fill and hit) over `count` bytes instead of the shard's bytes (item 4).
 mutant hpz-fingerprint-coverage src/engine/hpz_cache.cc \
@@ -135,6 +136,15 @@ mutant hpz-epoch-advance src/engine/hpz_cache.cc \
   'if (!started_ || epoch != epoch_) ZPP_CHECK(StartEpoch(context, epoch));' \
   'if (!started_) ZPP_CHECK(StartEpoch(context, epoch));' \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*:TrainingStep*"
+# The pass each call carries: the torch backend's per call, the step guard's skip (issue 44).
+mutant hpz-torch-backward-pass plugin/torch/zpp_torch/backend.py \
+  '    return _PASS_BACKWARD if torch._C._current_graph_task_id() != -1 else _PASS_FORWARD' \
+  '    return _PASS_FORWARD' \
+  "ctest=TrainHpzLoops@900"
+mutant hpz-step-guard-skips tools/zpp_python/zpp_step_guard.py \
+  '            parameter.grad = None' \
+  '            pass' \
+  "ctest=TrainHpzLoops@900"
 
 # qgZ: the bits of each level (item 3), fp32 accumulation, the stochastic rounding stream.
 mutant qgz-planner-intra-bits src/plan/planner.cc \

@@ -144,10 +144,10 @@ REFERENCE = {"cpu": "gloo", "cuda": "nccl"}
 ZEROPP_LOSS_PCT = 1.0  # zero++'s final loss against plain's, at most (issue 15)
 LOSSLESS_PCT = 0.05  # hpz against ds-hpz: both lossless
 FIRST_STEPS = 50  # each reference's max_rel_diff covers these
-# Inter-node bytes per step are averaged from this step on (0-based). zpp's hpZ follows the
-# reuse pattern agreed two epochs before: under FSDP2 it hits from the third step; DeepSpeed's
-# first step gathers each large parameter once only (4 such gathers, later steps 8), so the
-# pattern it gives has no reuse and the hits start in the fourth.
+# Inter-node bytes per step are averaged from this step on (0-based), as in every table since
+# 2026-11-23. zpp's hpZ pairs within each step and hits from the first (issue 44); the steps
+# before these also carry set-up (the configuration agreement, the first epoch record) and, under
+# DeepSpeed, a first step that gathers each large parameter once only.
 STEADY_FROM = {"fsdp2": 2, "deepspeed": 3, "ddp": 2, "hsdp": 2}
 # zpp's hpZ agreement: a 16-byte record per rank and epoch, all-gathered over the world
 # (src/engine/hpz_cache.h). DeepSpeed's hpZ agrees on nothing (the reason its reuse could go

@@ -148,7 +148,7 @@ typedef enum {
 
 /* Sets the calling thread's pass for its following all-gathers (zppPassUnknown clears it).
  * Without a hint, a thread PyTorch's autograd engine runs a GPU backward on counts as
- * backward; the zpp torch backend sets it per call. */
+ * backward and any other as forward; the zpp torch backend sets it per call. */
 ZPP_API ncclResult_t zppSetTrainingPass(int pass);
 /* The calling thread's pass as the all-gathers see it (the hint, else the guess above). */
 ZPP_API ncclResult_t zppGetTrainingPass(int* pass);

@@ -27,7 +27,7 @@ TrainingPass CallerTrainingPass() {
   // Read once per thread: glibc reads a thread's name from /proc, and the engine names its
   // threads when it starts them, before they run any work.
   thread_local const bool autograd = OnAutogradDeviceThread();
-  return autograd ? TrainingPass::kBackward : TrainingPass::kUnknown;
+  return autograd ? TrainingPass::kBackward : TrainingPass::kForward;
 }
 
 }  // namespace zpp

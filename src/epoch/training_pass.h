@@ -16,8 +16,10 @@ enum class TrainingPass : int {
 // The calling thread's hint (zppSetTrainingPass); kUnknown clears it.
 void SetThreadTrainingPass(TrainingPass pass);
 
-// The calling thread's hint when it set one; otherwise kBackward on a thread PyTorch's autograd
-// engine runs a device's backward on (named "pt_autograd_<device>"), else kUnknown.
+// The pass of an NCCL call from this thread: its hint when it set one; otherwise kBackward on a
+// thread PyTorch's autograd engine runs a device's backward on (named "pt_autograd_<device>"),
+// else kForward. Taking an unnamed thread's call for forward is safe: a forward fill that no
+// backward gather pairs with is only kept, never reused.
 TrainingPass CallerTrainingPass();
 
 }  // namespace zpp

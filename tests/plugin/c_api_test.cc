@@ -57,6 +57,29 @@ TEST(CApiTest, StepEpochAdvanceIsThreadSafe) {
   EXPECT_EQ(after, before + 2000);
 }
 
+TEST(CApiTest, TrainingPassHintsAreCheckedAndPerThread) {
+  EXPECT_EQ(zppSetTrainingPass(7), ncclInvalidArgument);
+  EXPECT_EQ(zppGetTrainingPass(nullptr), ncclInvalidArgument);
+  ASSERT_EQ(zppSetTrainingPass(zppPassBackward), ncclSuccess);
+  int pass = -1;
+  std::thread([&] { zppGetTrainingPass(&pass); }).join();
+  EXPECT_EQ(pass, zppPassForward) << "another thread's hint leaked";
+  ASSERT_EQ(zppGetTrainingPass(&pass), ncclSuccess);
+  EXPECT_EQ(pass, zppPassBackward);
+  ASSERT_EQ(zppSetTrainingPass(zppPassUnknown), ncclSuccess);
+  ASSERT_EQ(zppGetTrainingPass(&pass), ncclSuccess);
+  EXPECT_EQ(pass, zppPassForward);
+}
+
+TEST(CApiTest, SkippedStepsAreCountedInTheStats) {
+  zppStats_t before{}, after{};
+  ASSERT_EQ(zppGetStats(&before), ncclSuccess);
+  ASSERT_EQ(zppHpzStepSkipped(12, 3), ncclSuccess);
+  ASSERT_EQ(zppGetStats(&after), ncclSuccess);
+  EXPECT_EQ(after.hpz_skipped_steps, before.hpz_skipped_steps + 1);
+  EXPECT_EQ(zppHpzChecks(nullptr, nullptr, nullptr), ncclInvalidArgument);
+}
+
 TEST(CApiTest, ReasonNames) {
   const char* name = nullptr;
   ASSERT_EQ(zppGetPassThroughReasonName(zppReasonSmall, &name), ncclSuccess);

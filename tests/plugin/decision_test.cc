@@ -2,6 +2,7 @@
 // cuda_nccl one, on a 2-node x 2-rank shape; ZPP_QWZ=1 ZPP_QGZ=1 ZPP_QAR=1): which calls reach zpp
 // and with which arguments, and which go to NCCL under which reason.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codec/math/float_convert.h"
+#include "epoch/training_pass.h"
 #include "fake_nccl_calls.h"
 #include "recording_communicator.h"
 #include "zpp/zpp.h"
@@ -81,6 +83,87 @@ TEST_F(DecisionTest, EligibleAllGatherRunsOnZppNotOnNccl) {
   EXPECT_EQ(args.count, kLarge);
   EXPECT_EQ(args.dtype, ncclFloat32);
   EXPECT_EQ(FakeCalls("ncclAllGather"), before);
+}
+
+// hpZ pairs a backward gather with its step's forward fill (docs/architecture.md, "hpZ's
+// pairing"): the hook hands zpp the pass of the calling thread. PyTorch runs a CUDA backward on
+// threads named pt_autograd_<device>; any other thread is forward; a hint overrides both.
+zpp::TrainingPass PassOfAGatherFrom(const std::function<void()>& prepare, void* send, void* recv,
+                                    ncclComm_t comm) {
+  zpp::TrainingPass seen = zpp::TrainingPass::kUnknown;
+  std::thread caller([&] {
+    prepare();
+    const size_t before = Recording().all_gathers.size();
+    EXPECT_EQ(ncclAllGather(send, recv, kLarge, ncclFloat32, comm, nullptr), ncclSuccess);
+    if (Recording().all_gathers.size() == before + 1) seen = Recording().all_gathers.back().pass;
+  });
+  caller.join();
+  return seen;
+}
+
+TEST_F(DecisionTest, AllGathersCarryTheirCallersTrainingPass) {
+  void* send = send_.data();
+  void* recv = recv_.data();
+  const auto named = [](const char* name) {
+    return [name] { pthread_setname_np(pthread_self(), name); };
+  };
+  EXPECT_EQ(PassOfAGatherFrom([] {}, send, recv, comm_), zpp::TrainingPass::kForward);
+  EXPECT_EQ(PassOfAGatherFrom(named("pt_autograd_0"), send, recv, comm_),
+            zpp::TrainingPass::kBackward);
+  EXPECT_EQ(PassOfAGatherFrom(named("pt_autograd_3"), send, recv, comm_),
+            zpp::TrainingPass::kBackward);
+  EXPECT_EQ(PassOfAGatherFrom(named("pt_main_thread"), send, recv, comm_),
+            zpp::TrainingPass::kForward);
+  // A hint wins over the thread's name, and zppPassUnknown clears it.
+  EXPECT_EQ(PassOfAGatherFrom([] { zppSetTrainingPass(zppPassBackward); }, send, recv, comm_),
+            zpp::TrainingPass::kBackward);
+  EXPECT_EQ(PassOfAGatherFrom(
+                [&] {
+                  named("pt_autograd_0")();
+                  zppSetTrainingPass(zppPassForward);
+                },
+                send, recv, comm_),
+            zpp::TrainingPass::kForward);
+  EXPECT_EQ(PassOfAGatherFrom(
+                [] {
+                  zppSetTrainingPass(zppPassBackward);
+                  zppSetTrainingPass(zppPassUnknown);
+                },
+                send, recv, comm_),
+            zpp::TrainingPass::kForward);
+}
+
+// A grouped call runs at the group end with the pass of the thread that issued it.
+TEST_F(DecisionTest, GroupedAllGathersKeepTheirIssuersPass) {
+  std::thread caller([&] {
+    pthread_setname_np(pthread_self(), "pt_autograd_0");
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+              ncclSuccess);
+    zppSetTrainingPass(zppPassForward);  // changed before the group ends
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  });
+  caller.join();
+  ASSERT_EQ(Recording().all_gathers.size(), 1u);
+  EXPECT_EQ(Recording().all_gathers[0].pass, zpp::TrainingPass::kBackward);
+}
+
+// The step guard reads every live communicator's hpZ counters through zppHpzChecks.
+TEST_F(DecisionTest, HpzChecksSumTheCommunicatorsCounters) {
+  Recording().hpz_failures = 2;
+  Recording().hpz_choices = 0x12345;
+  ncclComm_t second = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&second, 4, id, 1), ncclSuccess);
+  int enabled = -1;
+  uint64_t failures = 0, choices = 0;
+  ASSERT_EQ(zppHpzChecks(&enabled, &failures, &choices), ncclSuccess);
+  EXPECT_EQ(enabled, 0);  // ZPP_HPZ is not set here
+  EXPECT_EQ(failures, 4u);
+  EXPECT_EQ(choices, 2u * 0x12345u);
+  EXPECT_EQ(ncclCommDestroy(second), ncclSuccess);
+  ASSERT_EQ(zppHpzChecks(&enabled, &failures, &choices), ncclSuccess);
+  EXPECT_EQ(failures, 2u);  // live communicators only
 }
 
 TEST_F(DecisionTest, SmallAndIntegerCallsGoToNcclWithTheirReasons) {

@@ -2,7 +2,9 @@
 commands with the preload pointing at the real build folder and every time limit inside one
 device call; tools/gpu-stage.sh's folder holds everything the scripts run;
 tools/zpp_stats_check.py passes a log where zpp took the calls and fails one where it did not;
-tools/gpu-bench.sh and tools/gpu-check.sh start and quit their MPS daemon when asked.
+tools/gpu-bench.sh and tools/gpu-check.sh start and quit their MPS daemon when asked; the
+hpz-loops part runs tests/torch/hpz_loops_gpu.py (plain NCCL against zpp-run --hpz), reports its
+table and fails clearly where torch sees no GPU.
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR"""
 import os
 import re
@@ -15,8 +17,8 @@ SOURCE, BUILD = sys.argv[1], os.path.realpath(sys.argv[2])
 sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
-PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "ddp",
-         "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench"]
+PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "hpz-loops",
+         "ddp", "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench"]
 
 
 def dry_run(*args, cwd=SOURCE, env=None):
@@ -39,6 +41,43 @@ class DryRunTest(unittest.TestCase):
         self.assertRegex(out, r"--frameworks\s+deepspeed")
         self.assertIn("ds-zero++", out)
         self.assertIn("zpp_stats_check.py", out)
+        self.assertIn("hpz_loops_gpu.py", out)
+
+    def test_help_lists_every_part(self):
+        script = os.path.join(SOURCE, "tools", "gpu-check.sh")
+        for flag in ("--help", "-h"):
+            run = subprocess.run(["bash", script, flag], capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            self.assertIn("Usage: tools/gpu-check.sh", run.stdout)
+            listed = [name for name in re.findall(r"^  ([a-z+-]+) ", run.stdout, re.MULTILINE)
+                      if name in PARTS]
+            self.assertEqual(listed, PARTS, run.stdout)  # each once, in all_parts' order
+
+    def test_hpz_loops_compares_plain_nccl_with_zpp_run_hpz(self):
+        code, out = dry_run(BUILD, "hpz-loops")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("== "), 1, out)
+        self.assertRegex(out, r"timeout\s+\d+\s+python3\s+tests/torch/hpz_loops_gpu\.py\s+"
+                         + re.escape(BUILD) + r"\s")
+        self.assertRegex(out, r"--loops\s+stochastic_depth\\?,ema_eval\s")
+        # The driver's own dry run: plain is unwrapped NCCL, hpz goes through zpp-run without
+        # --cpu, both on the GPU.
+        driver = os.path.join(SOURCE, "tests", "torch", "hpz_loops_gpu.py")
+        run = subprocess.run([sys.executable, driver, BUILD, "--dry-run"], capture_output=True,
+                             text=True, timeout=60,
+                             env={**os.environ, "LD_PRELOAD": f"{BUILD}/lib/libzpp.so"})
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        lines = dict(line.split(": ", 1) for line in run.stdout.splitlines())
+        self.assertEqual(sorted(lines), ["hpz", "plain"], run.stdout)
+        for mode, line in lines.items():
+            self.assertIn("hpz_loops_train.py --device cuda", line)
+            self.assertNotIn("--cpu", line)
+        self.assertNotIn("zpp-run", lines["plain"])
+        self.assertNotIn("libzpp.so", lines["plain"])  # not even the caller's preload
+        self.assertNotIn("ZPP_", lines["plain"])
+        self.assertIn(f"zpp-run --lib {BUILD}/lib/libzpp.so --hpz --", lines["hpz"])
+        self.assertIn("ZPP_LOCAL_SIZE=2", lines["hpz"])
 
     def test_the_preload_is_the_real_build_folder_absolute_or_relative(self):
         for build in (BUILD, os.path.relpath(BUILD, SOURCE)):
@@ -267,6 +306,86 @@ class SanitizerReportTest(unittest.TestCase):
         self.assertNotEqual(code, 0, row)
         self.assertIn("TIMED OUT after 2 s", row)
         self.assertIn("4 checks done; no finding before it", row)
+
+
+FAKE_TORCH_WITHOUT_GPU = {
+    "torch/__init__.py": "from . import cuda\n",
+    "torch/cuda/__init__.py": "def is_available():\n    return False\n",
+    "torch/distributed/__init__.py": "",
+    "torch/distributed/fsdp/__init__.py": "",
+}
+# python3's stand-in for the hpz-loops driver alone: its table, as FAKE_HPZ_LOOPS says (pass, or
+# a failure), and the arguments it got; anything else runs the real python.
+FAKE_PYTHON = """#!/bin/bash
+if [[ "$1" == *hpz_loops_gpu.py ]]; then
+  echo "$*" > "$FAKE_ARGS"
+  echo "plain: 2 of 2 loops ran, 30 s"
+  echo "| loop | mode | result | final loss | vs plain | hpz_hits per rank | verify fails | skipped steps |"
+  echo "|---|---|---|---:|---|---|---|---|"
+  if [[ "$FAKE_HPZ_LOOPS" == pass ]]; then
+    echo "| ema_eval | hpz | ok | 0.675115 | bitwise | 36/36/36/36 | 0/0/0/0 | 0/0/0/0 |"
+    echo "hpz_loops_gpu: every check held for 2 loops (stochastic_depth, ema_eval), 70 s"
+    exit 0
+  fi
+  echo "| ema_eval | hpz | FAIL | 0.675115 | differs | 36/36/36/36 | 0/0/0/0 | 0/0/0/0 |"
+  echo "FAIL ema_eval / hpz: not bitwise plain NCCL: rank 0: first differing loss at step 3"
+  echo "hpz_loops_gpu: 1 failure(s) in 2 loops, 70 s"
+  exit 1
+fi
+exec "$REAL_PYTHON" "$@"
+"""
+
+
+class HpzLoopsPartTest(unittest.TestCase):
+    """The hpz-loops part: on a machine whose torch sees no GPU it fails and says so; otherwise
+    the driver's table, its failures and its last line reach the report (a fake nvidia-smi, a fake
+    torch package and, for the driver, a fake python3 stand in)."""
+
+    def part(self, scratch, path_tools=(), **env):
+        bin_dir, build = fake_machine(scratch, path_tools)
+        torch_dir = os.path.join(scratch, "fake_torch")
+        for name, text in FAKE_TORCH_WITHOUT_GPU.items():
+            os.makedirs(os.path.dirname(os.path.join(torch_dir, name)), exist_ok=True)
+            with open(os.path.join(torch_dir, name), "w") as file:
+                file.write(text)
+        results = os.path.join(scratch, "results")
+        run = subprocess.run(
+            ["bash", os.path.join(SOURCE, "tools", "gpu-check.sh"), build, "hpz-loops"],
+            cwd=SOURCE, capture_output=True, text=True, timeout=120,
+            # ZPP_CHECK_NCCL: a small file, not a real libnccl.so.2 (strings takes 3 s over it).
+            env={**os.environ, "PATH": bin_dir + ":" + os.environ["PATH"],
+                 "PYTHONPATH": torch_dir, "ZPP_RESULTS": results, "REAL_PYTHON": sys.executable,
+                 "ZPP_CHECK_NCCL": "/bin/true", **env})
+        with open(os.path.join(results, "plugin_gpu_fake_gpu.md")) as report:
+            text = report.read()
+        return run.returncode, text, run.stdout + run.stderr, build, results
+
+    def test_no_gpu_for_torch_fails_clearly(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            code, report, out, _, _ = self.part(scratch)
+            self.assertNotEqual(code, 0, out)
+            self.assertIn("## hpZ under FSDP2's training loops", report)
+            self.assertIn("- FAILED: hpz_loops_gpu: torch sees no GPU", report)
+            self.assertIn("gpu-check: 1 failure(s) in parts: hpz-loops", report)
+
+    def test_the_drivers_table_reaches_the_report(self):
+        for outcome in ("pass", "fail"):
+            with tempfile.TemporaryDirectory() as scratch:
+                args = os.path.join(scratch, "args")
+                code, report, out, build, results = self.part(
+                    scratch, [("python3", FAKE_PYTHON)], FAKE_HPZ_LOOPS=outcome, FAKE_ARGS=args)
+                with open(args) as file:
+                    given = file.read().split()
+                self.assertEqual(given[1], build)
+                self.assertIn(os.path.join(results, "hpz_loops_fake_gpu.json"), given)
+                self.assertIn("    | ema_eval | hpz |", report)
+                if outcome == "pass":
+                    self.assertEqual(code, 0, out)
+                    self.assertIn("- hpz_loops_gpu: every check held for 2 loops", report)
+                else:
+                    self.assertNotEqual(code, 0, out)
+                    self.assertIn("    FAIL ema_eval / hpz: not bitwise plain NCCL", report)
+                    self.assertIn("- FAILED (exit 1): hpz_loops_gpu: 1 failure(s)", report)
 
 
 TABLE = """zpp stats: per communicator and technique

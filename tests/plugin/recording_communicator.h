@@ -22,6 +22,8 @@ struct Recorded {
   std::vector<ncclComm_t> setup_comms;     // the communicator each set-up was given
   std::vector<bool> nccl_busy_at_call;     // whether the stand-in NCCL had work in progress
   std::function<void()> during_call;       // runs inside every recorded call (tests block it)
+  uint64_t hpz_failures = 0;               // what ReadHpzChecks answers
+  uint64_t hpz_choices = 0;
 };
 
 Recorded& Recording();

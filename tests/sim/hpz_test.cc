@@ -438,6 +438,21 @@ TEST(HpzMemoryTest, BoundKeepsTheFirstFillsOnEveryRank) {
   EXPECT_EQ(result.weight_rel_l2, 0.0);
 }
 
+// A forward pass after a backward one (the next micro-batch) releases the last pass's fills, so
+// the bound holds each pass's own: room for the four layers of one pass, and both micro-batches'
+// backward gathers hit.
+TEST(HpzMemoryTest, EachForwardPassReleasesTheLastOnesFills) {
+  TrainingSpec spec = Spec(TechniquesOn(false, true, false));
+  spec.layer_counts = {4096, 4096, 4096, 4096};
+  spec.micro_batches = 2;
+  spec.hpz_max_bytes = 4 * 16384;
+  const TrainingResult result = RunTraining(spec);
+  ASSERT_EQ(result.failures, 0);
+  EXPECT_EQ(result.hits_per_step, BackwardHitsEveryStep(5, 2 * kLayers));
+  EXPECT_EQ(result.hpz_kept_bytes_peak, 4u * 16384u);
+  EXPECT_EQ(result.weight_rel_l2, 0.0);
+}
+
 TEST(HpzMemoryTest, BoundCountsThePoolsBuffersNotThePartitionBytes) {
   TrainingSpec spec = Spec(TechniquesOn(false, true, false));
   // Partitions of 2 nodes x 4000 x 2 bytes = 16000 bytes sit in 16 KiB buffers: this bound has

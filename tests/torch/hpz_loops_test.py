@@ -6,6 +6,12 @@ script). Each runs under `tools/zpp-run --cpu` in three modes: plain, --hpz and 
 4 CPU ranks as 2 simulated nodes of 2 (tests/torch/launch.py), and once on pure gloo.
 
     tests/torch/run.sh BUILD tests/torch/hpz_loops_test.py BUILD [--loops a,b] [--keep DIR]
+    tests/torch/run.sh BUILD tests/torch/hpz_loops_test.py BUILD --framework deepspeed
+
+--framework deepspeed runs the same loops, those that DeepSpeed has, under an unmodified
+DeepSpeed ZeRO-3 engine (tests/torch/hpz_loops_deepspeed_train.py, DS_ACCELERATOR=cpu), with the
+same checks, in the modes plain, hpz and zero++ only (plain through zpp against gloo under
+DeepSpeed is TrainDeepspeedPlainEqualsGlooAndZeroppTakes's check; --gloo adds it here).
 
 Each mode runs every loop in one job (one start-up of torch; each loop a fresh model on a fresh
 process group, so a fresh zpp communicator); a loop left without results by a failed job runs
@@ -22,7 +28,7 @@ again alone. About 110 s on 2 cores. What must hold, per loop:
     steps, at least the last) within 1% of plain's (of plain without the skipped steps' updates
     where zpp skipped some, under the same conditions as hpz's);
   - hpz and zero++: no step skipped outside the steps that changed a weight in place, and hpZ
-    hit on every rank in every loop that gathers a layer twice in a step (HITS_EXPECTED).
+    hit on every rank in every loop that gathers a layer twice in a step (the framework's hits_expected).
 All checks run, every failure is printed, then the test fails.
 """
 import argparse
@@ -37,21 +43,45 @@ import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
-TRAIN = os.path.join(HERE, "hpz_loops_train.py")
 sys.path.insert(0, HERE)
-import hpz_loops_train  # noqa: E402 (its loop names and in-place changes; torch is not imported)
+import hpz_loops_deepspeed_train  # noqa: E402 (its loop names; torch is not imported)
+import hpz_loops_train  # noqa: E402 (its loop names and in-place changes)
 from launch import Ranks  # noqa: E402
 
 RANKS = 4
-LOOPS = hpz_loops_train.LOOPS
 MODES = {"plain": [], "hpz": ["--hpz"], "zero++": ["--preset", "zero++"]}
-# Where a layer is gathered twice in one step, so that hpZ has a reuse to take: FSDP2 with
-# reshard_after_forward=True gathers each block in its forward and again in its backward (also
-# around a checkpointed block's recomputation, for each of SAM's passes and for each
-# micro-batch). With reshard_after_forward=False (no_reshard) each block is gathered once per
-# step and its backward uses the kept unsharded weights: nothing for hpZ to reuse. (The root's
-# own small weights stay unsharded between its forward and backward in every loop.)
-HITS_EXPECTED = tuple(loop for loop in LOOPS if loop != "no_reshard")
+
+
+class Framework:
+    """A training script of the loops: its loops, those in which hpZ must hit (all but
+    `without_reuse`), what its ranks need in their environment, and whether the pure gloo run is
+    part of the set by default."""
+
+    def __init__(self, name, train, loops, without_reuse, env=None, gloo=True):
+        self.name, self.train, self.loops = name, train, loops
+        self.hits_expected = tuple(loop for loop in loops if loop not in without_reuse)
+        self.env, self.gloo = dict(env or {}), gloo
+
+
+FRAMEWORKS = {
+    # Where a layer is gathered twice in one step, so that hpZ has a reuse to take: FSDP2 with
+    # reshard_after_forward=True gathers each block in its forward and again in its backward
+    # (also around a checkpointed block's recomputation, for each of SAM's passes and for each
+    # micro-batch). With reshard_after_forward=False (no_reshard) each block is gathered once
+    # per step and its backward uses the kept unsharded weights: nothing for hpZ to reuse. (The
+    # root's own small weights stay unsharded between its forward and backward in every loop.)
+    "fsdp2": Framework("fsdp2", os.path.join(HERE, "hpz_loops_train.py"), hpz_loops_train.LOOPS,
+                       ("no_reshard",)),
+    # DeepSpeed ZeRO-3 with its live-parameter budgets at 0 releases every module's weights
+    # after its forward and gathers them again in its backward, in every loop (around a
+    # checkpointed block's recomputation too) but no_reshard, which leaves those budgets at
+    # DeepSpeed's defaults (reshard_after_forward=False's counterpart): once the first step has
+    # recorded the parameter trace, the weights stay gathered from the forward to the backward.
+    # Every loop of the FSDP2 set is written for DeepSpeed.
+    "deepspeed": Framework("deepspeed", os.path.join(HERE, "hpz_loops_deepspeed_train.py"),
+                           hpz_loops_deepspeed_train.LOOPS, ("no_reshard",),
+                           env={"DS_ACCELERATOR": "cpu"}, gloo=False),
+}
 CHANGE_STEPS = sorted({step for step, _, _, _ in hpz_loops_train.INPLACE_CHANGES})
 MARKER = "=== hpz loop "
 FINAL_TOLERANCE = 0.01
@@ -63,8 +93,12 @@ DEADLINE = 720  # seconds: past it no rerun starts (ctest's TIMEOUT is 900)
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build")
-    parser.add_argument("--loops", default=",".join(LOOPS))
-    parser.add_argument("--no-gloo", action="store_true", help="skip the pure gloo run")
+    parser.add_argument("--framework", choices=sorted(FRAMEWORKS), default="fsdp2")
+    parser.add_argument("--loops", help="comma list (default: every loop of the framework)")
+    gloo = parser.add_mutually_exclusive_group()
+    gloo.add_argument("--no-gloo", action="store_true",
+                      help="skip the pure gloo run (fsdp2; deepspeed skips it by default)")
+    gloo.add_argument("--gloo", action="store_true", help="run pure gloo too (deepspeed)")
     parser.add_argument("--separate", action="store_true",
                         help="each loop in a job of its own (about 17 s more per loop and mode "
                              "on 2 cores): tells a loop's failure from one an earlier loop of the "
@@ -72,10 +106,13 @@ def parse():
     parser.add_argument("--keep", help="write the runs here and keep them (default: a temporary "
                                        "folder, removed)")
     args = parser.parse_args()
-    args.loops = [loop for loop in args.loops.split(",") if loop]
-    unknown = [loop for loop in args.loops if loop not in LOOPS]
+    args.framework = FRAMEWORKS[args.framework]
+    loops = args.framework.loops
+    args.loops = [loop for loop in (args.loops or ",".join(loops)).split(",") if loop]
+    unknown = [loop for loop in args.loops if loop not in loops]
     if unknown:
-        parser.error(f"unknown loops {unknown}")
+        parser.error(f"unknown loops {unknown} ({args.framework.name}: {', '.join(loops)})")
+    args.with_gloo = args.gloo or (args.framework.gloo and not args.no_gloo)
     # inplace_change last: a WARN zpp prints at the end of the process still falls in its part.
     args.loops.sort(key=lambda loop: loop == "inplace_change")
     return args
@@ -91,14 +128,16 @@ class Run:
         self.seconds = 0.0
 
 
-def environment():
+def environment(framework):
     env = {key: value for key, value in os.environ.items() if not key.startswith("ZPP_")}
     env.update(ZPP_LOCAL_SIZE="2", ZPP_TIMEOUT="60", ZPP_MIN_BYTES="65536")
+    env.update(framework.env)
     return env
 
 
-def command(build, mode, loops, folder, extra=()):
-    train = [sys.executable, TRAIN, "--loop", ",".join(loops), "--out", folder] + list(extra)
+def command(build, framework, mode, loops, folder, extra=()):
+    train = ([sys.executable, framework.train, "--loop", ",".join(loops), "--out", folder]
+             + list(extra))
     if mode == "gloo":
         return train[1:]  # Ranks starts sys.executable
     return ([os.path.join(ROOT, "tools", "zpp-run"), "--lib",
@@ -118,12 +157,12 @@ def split_output(text, loops):
     return {loop: "".join(lines) for loop, lines in parts.items()}
 
 
-def launch(build, mode, loops, folder, timeout, extra=()):
+def launch(build, framework, mode, loops, folder, timeout, extra=()):
     """Runs `loops` in one job of 4 ranks; returns {loop: results or None}, outputs, an error."""
     os.makedirs(folder, exist_ok=True)
     started = time.monotonic()
-    ranks = Ranks(command(build, mode, loops, folder, extra), RANKS, env=environment(),
-                  cwd=folder)
+    ranks = Ranks(command(build, framework, mode, loops, folder, extra), RANKS,
+                  env=environment(framework), cwd=folder)
     hung = ranks.wait(timeout=timeout)
     seconds = time.monotonic() - started
     outputs = [ranks.output(rank) for rank in range(RANKS)]
@@ -151,15 +190,15 @@ def launch(build, mode, loops, folder, timeout, extra=()):
     return per_loop, error, seconds
 
 
-def run_mode(build, mode, loops, folder, started, separate=False):
+def run_mode(build, framework, mode, loops, folder, started, separate=False):
     """Every loop in one job (one start-up of torch instead of one per loop); after a failed
     job, each loop left without results again alone, so that one loop's crash or hang shows as
     that loop's failure only. `separate`: each loop alone from the start."""
     run = Run()
     error = "each loop alone (--separate)"
     if not separate:
-        per_loop, error, seconds = launch(build, mode, loops, os.path.join(folder, "all"),
-                                          ALL_TIMEOUT)
+        per_loop, error, seconds = launch(build, framework, mode, loops,
+                                          os.path.join(folder, "all"), ALL_TIMEOUT)
         run.seconds += seconds
         for loop, (results, output) in per_loop.items():
             run.output[loop] = output
@@ -182,7 +221,7 @@ def run_mode(build, mode, loops, folder, started, separate=False):
         if not separate and time.monotonic() - started > DEADLINE:
             run.errors[loop] = f"not run: past the test's {DEADLINE} s budget ({error})"
             continue
-        alone, single_error, seconds = launch(build, mode, [loop],
+        alone, single_error, seconds = launch(build, framework, mode, [loop],
                                               os.path.join(folder, loop), SINGLE_TIMEOUT)
         run.seconds += seconds
         results, output = alone[loop]
@@ -300,8 +339,9 @@ def skipped_steps(results):
 class Checks:
     """Every check of every loop; failures are collected, not raised."""
 
-    def __init__(self, build, runs, folder, started):
-        self.build, self.runs, self.folder, self.started = build, runs, folder, started
+    def __init__(self, build, framework, runs, folder, started):
+        self.build, self.framework, self.runs = build, framework, runs
+        self.folder, self.started = folder, started
         self.failures = []
         self.rows = []
         self._references = {}  # (loop, skipped steps) -> plain's results without their updates
@@ -336,7 +376,7 @@ class Checks:
             row(mode)["hits"] = "/".join(str(h) for h in hits)
             row(mode)["verify"] = "/".join(str(v) for v in stat(results, "hpz_verify_failures"))
             row(mode)["skipped"] = "/".join(str(s) for s in stat(results, "hpz_skipped_steps"))
-            if mode != "plain" and loop in HITS_EXPECTED and not all(h and h > 0 for h in hits):
+            if mode != "plain" and loop in self.framework.hits_expected and not all(h and h > 0 for h in hits):
                 fail(mode, f"hpZ did not hit on every rank (hpz_hits per rank {hits}), in a loop "
                            "that gathers each block twice per step")
         self.rows += [rows[mode] for mode in self.runs]
@@ -421,7 +461,7 @@ class Checks:
                 fail(f"skipped steps {steps}: no time left to run plain without them")
                 return None
             listed = ",".join(str(step) for step in steps)
-            per_loop, error, _ = launch(self.build, "plain", [loop],
+            per_loop, error, _ = launch(self.build, self.framework, "plain", [loop],
                                         os.path.join(self.folder, f"{loop}-skip-{listed}"),
                                         SINGLE_TIMEOUT, ["--skip-steps", listed])
             self._references[key] = (per_loop[loop][0], error)
@@ -451,15 +491,16 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="zpp-hpz-loops-")
     if args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    modes = (["gloo"] if not args.no_gloo else []) + list(MODES)
+    modes = (["gloo"] if args.with_gloo else []) + list(MODES)
+    framework = args.framework
     try:
         runs = {}
         for mode in modes:
-            runs[mode] = run_mode(build, mode, args.loops, os.path.join(work, mode), started,
-                                  args.separate)
+            runs[mode] = run_mode(build, framework, mode, args.loops, os.path.join(work, mode),
+                                  started, args.separate)
             print(f"{mode}: {len(runs[mode].results)} of {len(args.loops)} loops ran, "
                   f"{runs[mode].seconds:.0f} s", flush=True)
-        checks = Checks(build, runs, os.path.join(work, "reference"), started)
+        checks = Checks(build, framework, runs, os.path.join(work, "reference"), started)
         for loop in args.loops:
             checks.loop(loop)
         failures = checks.failures
@@ -478,8 +519,8 @@ def main():
             print(f"FAIL {failure}")
         raise AssertionError(f"{len(failures)} check(s) failed: "
                              + "; ".join(f.splitlines()[0][:200] for f in failures))
-    print(f"hpz loops: every check held for {len(args.loops)} loops x {len(modes)} modes, "
-          f"{wall:.0f} s")
+    print(f"hpz loops ({framework.name}): every check held for {len(args.loops)} loops x "
+          f"{len(modes)} modes, {wall:.0f} s")
     return 0
 
 
