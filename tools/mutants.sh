@@ -87,8 +87,8 @@ mutant hpz-pair-latest src/engine/hpz_cache.cc \
   $'  const int fill = waiting->second.front();\n  waiting->second.erase(waiting->second.begin());' \
   "zpp_sim_tests=Hpz*"
 mutant hpz-pair-backward-only src/engine/hpz_cache.cc \
-  '  int root = pass == TrainingPass::kBackward ? PairedFill(this_call) : -1;' \
-  '  int root = pass != TrainingPass::kUnknown ? PairedFill(this_call) : -1;' \
+  '  int root = pass == TrainingPass::kBackward ? PairedFill(shape) : -1;' \
+  '  int root = pass != TrainingPass::kUnknown ? PairedFill(shape) : -1;' \
   "zpp_sim_tests=Hpz*"
 mutant hpz-new-forward-pass src/engine/hpz_cache.cc \
   $'    kept_.clear();\n    unpaired_.clear();\n  }' \

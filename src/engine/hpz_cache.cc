@@ -304,14 +304,8 @@ Result HpzCache::KeepFill(PlanContext& context, const CallShape& shape, size_t s
   return ncclSuccess;
 }
 
-Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
-                           const plan::Shape& shape, const plan::Settings& settings,
-                           const AllGatherArgs& args) {
-  const int position = calls_++;
-  const CallShape this_call{args.count, static_cast<int>(args.dtype)};
-  const bool slot = static_cast<size_t>(position) < capacity_;
-  // Every decision below uses only the call's pass, count and dtype and what was kept: the same
-  // on every rank (contract 3).
+int HpzCache::Pair(const AllGatherArgs& args, bool slot) {
+  const CallShape shape{args.count, static_cast<int>(args.dtype)};
   const TrainingPass pass = args.pass;
   if (pass == TrainingPass::kForward && last_pass_ == TrainingPass::kBackward) {
     // A new forward pass (the next micro-batch, SAM's second pass): the last one's backward is
@@ -320,15 +314,56 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     unpaired_.clear();
   }
   if (pass != TrainingPass::kUnknown) last_pass_ = pass;
-  int root = pass == TrainingPass::kBackward ? PairedFill(this_call) : -1;
+  int root = pass == TrainingPass::kBackward ? PairedFill(shape) : -1;
   if (!slot) root = -1;  // no fingerprint to verify the hit with
-  decisions_hash_ = Mix(Mix(Mix(decisions_hash_, this_call.first),
-                            static_cast<uint64_t>(this_call.second) * 4 + static_cast<int>(pass)),
+  decisions_hash_ = Mix(Mix(Mix(decisions_hash_, shape.first),
+                            static_cast<uint64_t>(shape.second) * 4 + static_cast<int>(pass)),
                         root >= 0 ? 1 : 0);
+  return root;
+}
 
+Result HpzCache::RunFill(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                         int position, bool slot) {
+  // A forward fill is kept, within the bounds, for the backward gather that pairs with it.
+  const CallShape shape{args.count, static_cast<int>(args.dtype)};
+  const size_t secondary_bytes = SecondaryPartitionBytes(backend_, plan, args);
+  KeptFill fill;
+  if (args.pass == TrainingPass::kForward) {
+    unpaired_[shape].push_back(position);
+    if (slot) ZPP_CHECK(KeepFill(context, shape, secondary_bytes, &fill));
+  }
   Stream& stream = context.stream;
-  const std::span<const std::byte> shard{static_cast<const std::byte*>(args.send),
-                                         ShardBytes(args)};
+  Staging staging(context);
+  std::byte* area = nullptr;
+  if (fill.lease) {
+    ZPP_CHECK(fill.lease.fence().BeginWrite(stream));
+    area = static_cast<std::byte*>(fill.lease.data());
+  } else {
+    ZPP_CHECK(staging.Take(secondary_bytes, &area));
+  }
+  if (plan.delta_bits != 0 && deltas_ != nullptr) {
+    ZPP_CHECK(deltas_->RunFill(context, plan, args, !deltas_off_,
+                               Counters() + codec::kHpzFailuresCounter, area));
+  } else {
+    ZPP_CHECK(RunHierarchicalAllGather(context, plan, args, area));
+  }
+  stats_.AddHpzMiss();
+  if (fill.lease) {
+    ZPP_CHECK(fill.lease.fence().EndWrite(stream));
+    kept_[position] = std::move(fill);
+    stats_.NoteHpzKeptBytes(kept_bytes());
+  }
+  return staging.Finish();
+}
+
+Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::Call& call,
+                           const plan::Shape& shape, const plan::Settings& settings,
+                           const AllGatherArgs& args) {
+  const int position = calls_++;
+  const bool slot = static_cast<size_t>(position) < capacity_;
+  // Only the call's pass, count and dtype and what was kept: the same on every rank (contract 3).
+  const int root = Pair(args, slot);
+  Stream& stream = context.stream;
   // A buffer the pool refuses below ends the call early (it passes through): the slot's read
   // still ends, so that the record at the next advance waits for this fingerprint on any stream.
   struct SlotRead {
@@ -345,45 +380,17 @@ Result HpzCache::AllGather(PlanContext& context, plan::Plan* plan, const plan::C
     // each other; the record at the advance takes the exclusive side and waits for them all.
     ZPP_CHECK(fingerprints_.fence().BeginRead(stream));
     // Before the gather: FSDP2's input lies inside the output.
-    ZPP_CHECK(backend_.Fingerprint(shard, FingerprintSlot(position), stream));
+    ZPP_CHECK(backend_.Fingerprint({static_cast<const std::byte*>(args.send), ShardBytes(args)},
+                                   FingerprintSlot(position), stream));
     open_slot.fence = &fingerprints_.fence();
   }
   if (root >= 0) {
     *plan = plan::MakePlan(call, shape, settings, plan::HpzState{true});
     ZPP_CHECK(RunHit(context, *plan, args, position, root));
-    return open_slot.End();
-  }
-
-  // A fill: the full hierarchical gather. A forward one is kept, within the bounds, for the
-  // backward gather that pairs with it.
-  const size_t secondary_bytes = SecondaryPartitionBytes(backend_, *plan, args);
-  KeptFill fill;
-  if (pass == TrainingPass::kForward) {
-    unpaired_[this_call].push_back(position);
-    if (slot) ZPP_CHECK(KeepFill(context, this_call, secondary_bytes, &fill));
-  }
-  Staging staging(context);
-  std::byte* area = nullptr;
-  if (fill.lease) {
-    ZPP_CHECK(fill.lease.fence().BeginWrite(stream));
-    area = static_cast<std::byte*>(fill.lease.data());
   } else {
-    ZPP_CHECK(staging.Take(secondary_bytes, &area));
+    ZPP_CHECK(RunFill(context, *plan, args, position, slot));
   }
-  if (plan->delta_bits != 0 && deltas_ != nullptr) {
-    ZPP_CHECK(deltas_->RunFill(context, *plan, args, !deltas_off_,
-                               Counters() + codec::kHpzFailuresCounter, area));
-  } else {
-    ZPP_CHECK(RunHierarchicalAllGather(context, *plan, args, area));
-  }
-  stats_.AddHpzMiss();
-  if (fill.lease) {
-    ZPP_CHECK(fill.lease.fence().EndWrite(stream));
-    kept_[position] = std::move(fill);
-    stats_.NoteHpzKeptBytes(kept_bytes());
-  }
-  ZPP_CHECK(open_slot.End());
-  return staging.Finish();
+  return open_slot.End();
 }
 
 }  // namespace zpp::engine

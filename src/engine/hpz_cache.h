@@ -82,8 +82,12 @@ class HpzCache {
                   KeptFill* fill);
   // What a hit paired with `root` may send: kept fills of its shape, `root` first.
   codec::HpzCandidates Candidates(int root, const CallShape& shape) const;
+  // Pairs this call (updates the pass and the stacks): the kept fill it reuses, or -1.
+  int Pair(const AllGatherArgs& args, bool slot);
   Result RunHit(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
                 int position, int root);
+  Result RunFill(PlanContext& context, const plan::Plan& plan, const AllGatherArgs& args,
+                 int position, bool slot);
   uint32_t* Counters() const;
   uint64_t* FingerprintSlot(int position) const;
 

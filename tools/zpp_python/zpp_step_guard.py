@@ -60,12 +60,12 @@ def _before_step(optimizer, *_args, **_kwargs):
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return
+    if not _libzpp_checks()[0]:
+        return  # ZPP_HPZ is off: nothing to guard, no wait
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         # The hits' checks ran on the collective streams, before the backward that used them.
         torch.cuda.current_stream().synchronize()
-    enabled, failures, choices = _totals()
-    if not enabled:
-        return
+    _, failures, choices = _totals()
     fresh = (failures - _last[0], choices - _last[1])
     _last = (failures, choices)
     seen = torch.tensor([fresh[0], fresh[1], -fresh[1]], dtype=torch.int64,
