@@ -55,8 +55,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "deepspeed"))
 import hpz_loops_train as common  # noqa: E402 (its model, data, records; torch not imported)
 
-LOOPS = ("stochastic_depth", "ema_eval", "validation", "sam", "accumulation", "checkpointing",
-         "bf16", "no_reshard", "inplace_change")
+LOOPS = common.LOOPS  # every one of them, written for DeepSpeed
 MICRO_BATCHES = 3
 
 
@@ -161,12 +160,12 @@ def train_loop(args, loop, rank, world):
             record["losses"].append(loss.item())
             with torch.no_grad():
                 params = list(net.parameters())
-                grads = [safe_get_local_grad(p).view(-1) for p in params]
+                grads = [common.partition_part(p, safe_get_local_grad(p)) for p in params]
                 scale = common.sam_scale(grads, group)
                 kept = [p.ds_tensor.clone() for p in params]
                 for p, grad in zip(params, grads):
-                    p.ds_tensor.add_(grad.to(p.ds_tensor.dtype).view_as(p.ds_tensor),
-                                     alpha=scale)
+                    common.partition_part(p, p.ds_tensor).add_(grad.to(p.ds_tensor.dtype),
+                                                               alpha=scale)
             engine.zero_grad()
             loss = common.loss_of(forward, data.batch("train", step))
             engine.backward(loss)

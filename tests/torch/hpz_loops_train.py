@@ -191,6 +191,17 @@ def loss_of(model, batch):
     return torch.nn.functional.cross_entropy(logits.reshape(-1, CLASSES), labels.reshape(-1))
 
 
+def partition_part(p, tensor):
+    """The elements of DeepSpeed ZeRO-3 parameter `p` in a tensor of its partition's shape (its
+    ds_tensor, its local gradient): without the padding of the last ranks' partitions, memory no
+    gather reads and no one writes as weights (its bits differ from run to run)."""
+    import torch.distributed as dist
+
+    size = p.ds_tensor.numel()
+    start = dist.get_rank(p.ds_process_group) * size
+    return tensor.reshape(-1).narrow(0, 0, max(0, min(size, p.ds_numel - start)))
+
+
 def local_shards(model):
     """(name, this rank's shard) per parameter; the shards themselves, not copies: FSDP2's local
     tensor (only while the model is resharded: after a no_grad forward FSDP2 leaves the root
@@ -198,13 +209,7 @@ def local_shards(model):
     shards = []
     for name, p in model.named_parameters():
         if hasattr(p, "ds_tensor"):
-            # Without the padding of the last ranks' partitions: memory no gather reads, never
-            # written as weights (its bits differ from run to run).
-            import torch.distributed as dist
-
-            size = p.ds_tensor.numel()
-            start = dist.get_rank(p.ds_process_group) * size
-            shards.append((name, p.ds_tensor.narrow(0, 0, max(0, min(size, p.ds_numel - start)))))
+            shards.append((name, partition_part(p, p.ds_tensor)))
         elif hasattr(p, "to_local"):
             shards.append((name, p.to_local()))
         else:

@@ -20,6 +20,7 @@ import sys
 
 _OPTIMIZER = "torch.optim.optimizer"
 _C10D = "torch.distributed.distributed_c10d"
+_DEEPSPEED_ZERO3 = "deepspeed.runtime.zero.stage3"
 
 
 def _advance_epoch(*_args, **_kwargs):
@@ -78,7 +79,15 @@ def _cuda_available():
     return torch.cuda.is_available()
 
 
-_AFTER_IMPORT = {_OPTIMIZER: _install_step_hook}
+def _settle_deepspeed_steps(module):
+    """DeepSpeed's ZeRO-3 optimizer skips its torch optimizer when the gradients overflow: hpZ's
+    step guard must then close the step itself (zpp_step_guard.step_ended)."""
+    import zpp_step_guard  # beside this file
+
+    zpp_step_guard.settle_after_step(module.DeepSpeedZeroOptimizer_Stage3)
+
+
+_AFTER_IMPORT = {_OPTIMIZER: _install_step_hook, _DEEPSPEED_ZERO3: _settle_deepspeed_steps}
 
 
 class _LoaderWrapper(importlib.abc.Loader):

@@ -14,6 +14,7 @@ One module for the LD_PRELOAD plugin (installed by zpp-run's sitecustomize) and 
 (zpp_torch), installed once per process whoever comes first. It runs only while ZPP_HPZ is on.
 """
 import ctypes
+import functools
 
 _sources = []  # callables: () -> (failures, choices), cumulative
 _library = None  # libzpp.so
@@ -53,15 +54,18 @@ def _agreement_device(dist):
     return torch.device("cpu")
 
 
-def _before_step(optimizer, *_args, **_kwargs):
+def _agreed_trouble():
+    """Every rank's checks since the last look, agreed in one all-reduce: (failures on any rank,
+    whether the ranks' choices differed), or None where there is nothing to guard (no process
+    group of two ranks, or ZPP_HPZ off: then no wait either)."""
     global _last
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return
+        return None
     if not _libzpp_checks()[0]:
-        return  # ZPP_HPZ is off: nothing to guard, no wait
+        return None
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         # The hits' checks ran on the collective streams, before the backward that used them.
         torch.cuda.current_stream().synchronize()
@@ -72,14 +76,50 @@ def _before_step(optimizer, *_args, **_kwargs):
                         device=_agreement_device(dist))
     dist.all_reduce(seen, op=dist.ReduceOp.MAX)
     failed, most, least = (int(v) for v in seen.tolist())
-    if failed == 0 and most == -least:
+    return failed, most != -least
+
+
+def _skipped(failed):
+    epoch = ctypes.c_uint64(0)
+    _library.zppGetStepEpoch(ctypes.byref(epoch))
+    _library.zppHpzStepSkipped(epoch.value, failed)
+
+
+def _before_step(optimizer, *_args, **_kwargs):
+    trouble = _agreed_trouble()
+    if trouble is None or trouble == (0, False):
         return
     for group in optimizer.param_groups:
         for parameter in group["params"]:
             parameter.grad = None
-    epoch = ctypes.c_uint64(0)
-    _library.zppGetStepEpoch(ctypes.byref(epoch))
-    _library.zppHpzStepSkipped(epoch.value, failed)
+    _skipped(trouble[0])
+
+
+def step_ended():
+    """The framework's step ended, whether it stepped its torch optimizer or not. DeepSpeed skips
+    it when its gradients hold NaN, as a failed check leaves them, on every rank (its overflow
+    check is agreed): the failures seen by then were that skipped step's, and must not skip the
+    next one. Where the torch optimizer did step, the pre-step hook has looked already."""
+    if _library is None:
+        return
+    trouble = _agreed_trouble()
+    if trouble is not None and trouble[0] > 0:
+        _skipped(trouble[0])
+
+
+def settle_after_step(optimizer_class):
+    """Wraps a framework optimizer's step (DeepSpeed's ZeRO-3 one) so that step_ended runs after
+    it, stepped or skipped."""
+    step = optimizer_class.step
+
+    @functools.wraps(step)
+    def step_then_settle(self, *args, **kwargs):
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            step_ended()
+
+    optimizer_class.step = step_then_settle
 
 
 def install(library, register_pre_hook=None):
