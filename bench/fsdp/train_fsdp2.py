@@ -75,9 +75,10 @@ def save_and_load_checkpoint(model, optimizer, folder):
 
 
 def preloaded_zpp_stats():
-    """zppGetStats of a preloaded libzpp.so (the plugin under NCCL), as zpp_torch.stats gives
-    them; None without one. The plugin counts off-node bytes for zpp's own plans only (the
-    planner's prediction); what NCCL moves for pass-throughs is not counted."""
+    """A reader of zppGetStats of a preloaded libzpp.so (the plugin under NCCL), as
+    zpp_torch.stats gives them; None without one. The plugin counts off-node bytes for zpp's own
+    plans only (the planner's prediction); what NCCL moves for pass-throughs is not counted.
+    bench/deepspeed/train_zero3.py and tests/torch/hpz_loops_train.py read them through it."""
     try:
         library = ctypes.CDLL(None)
         library.zppGetStats  # noqa: B018 (AttributeError when libzpp.so is not preloaded)
@@ -94,7 +95,8 @@ def preloaded_zpp_stats():
 
     def read():
         raw = module.Stats()
-        library.zppGetStats(ctypes.byref(raw))
+        if library.zppGetStats(ctypes.byref(raw)) != 0:
+            raise RuntimeError("zppGetStats failed")
         return raw.as_dict(names)
 
     return read

@@ -32,11 +32,9 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 TRAIN = os.path.join(HERE, "hpz_loops_train.py")
 sys.path.insert(0, HERE)
-import hpz_loops_test as driver  # noqa: E402 (the CPU driver's readers; torch is not imported)
+import hpz_loops_test as driver  # noqa: E402 (the CPU driver's jobs and readers; no torch)
 import hpz_loops_train  # noqa: E402 (the loop names)
-from launch import Ranks  # noqa: E402
 
-RANKS = 4
 DEFAULT_LOOPS = ("stochastic_depth", "ema_eval")
 # inplace_change's skipped steps need plain runs without them (the CPU driver's reference).
 LOOPS = tuple(loop for loop in hpz_loops_train.LOOPS if loop != "inplace_change")
@@ -90,36 +88,12 @@ def environment(mode):
 
 
 def launch(build, mode, loops, folder, steps, timeout):
-    """Every loop in one job of 4 ranks: ({loop: [rank's result] or None}, {loop: [rank's
-    output]}, the error or None, seconds)."""
-    os.makedirs(folder, exist_ok=True)
-    started = time.monotonic()
-    ranks = Ranks(command(build, mode, loops, folder, steps), RANKS, env=environment(mode),
-                  cwd=folder)
-    hung = ranks.wait(timeout=timeout)
-    seconds = time.monotonic() - started
-    outputs = [ranks.output(rank) for rank in range(RANKS)]
-    for rank, text in enumerate(outputs):
-        with open(os.path.join(folder, f"rank{rank}.log"), "w") as sink:
-            sink.write(text)
-    codes = ranks.codes()
-    error = None
-    if hung or any(codes):
-        tails = "\n".join(f"--- rank {rank} (exit {codes[rank]}"
-                          f"{', hung: killed' if rank in hung else ''}):\n" + text[-1500:]
-                          for rank, text in enumerate(outputs) if codes[rank] or rank in hung)
-        error = (f"exit codes {codes}, hung {hung} (after {seconds:.0f} s; limit {timeout} s)\n"
-                 + tails)
-    results, parts = {}, [driver.split_output(text, loops) for text in outputs]
-    for loop in loops:
-        found = []
-        for rank in range(RANKS):
-            path = os.path.join(folder, loop, f"rank{rank}.json")
-            if os.path.exists(path):
-                with open(path) as source:
-                    found.append(json.load(source))
-        results[loop] = found if len(found) == RANKS else None
-    return results, {loop: [part[loop] for part in parts] for loop in loops}, error, seconds
+    """Every loop in one job of 4 ranks (the CPU driver's run_job): ({loop: [rank's result] or
+    None}, {loop: [rank's output]}, the error or None, seconds)."""
+    per_loop, error, seconds = driver.run_job(command(build, mode, loops, folder, steps),
+                                              environment(mode), loops, folder, timeout)
+    return ({loop: results for loop, (results, _) in per_loop.items()},
+            {loop: output for loop, (_, output) in per_loop.items()}, error, seconds)
 
 
 def check_loop(loop, runs):

@@ -161,10 +161,19 @@ def split_output(text, loops):
 
 def launch(build, framework, mode, loops, folder, timeout, extra=()):
     """Runs `loops` in one job of 4 ranks; returns {loop: results or None}, outputs, an error."""
+    return run_job(command(build, framework, mode, loops, folder, extra), environment(framework),
+                   loops, folder, timeout)
+
+
+def run_job(argv, env, loops, folder, timeout):
+    """One job of RANKS ranks (`argv` after sys.executable, in `folder`) that runs `loops`, each
+    rank writing FOLDER/LOOP/rank<r>.json; every rank's output goes to FOLDER/rank<r>.log. Returns
+    ({loop: (the ranks' results, or None unless every rank wrote its own; each rank's output of
+    that loop)}, the error (exit codes, hung ranks, the failed ranks' output) or None, seconds).
+    The GPU driver (tests/torch/hpz_loops_gpu.py) runs its jobs through it too."""
     os.makedirs(folder, exist_ok=True)
     started = time.monotonic()
-    ranks = Ranks(command(build, framework, mode, loops, folder, extra), RANKS,
-                  env=environment(framework), cwd=folder)
+    ranks = Ranks(argv, RANKS, env=env, cwd=folder)
     hung = ranks.wait(timeout=timeout)
     seconds = time.monotonic() - started
     outputs = [ranks.output(rank) for rank in range(RANKS)]
@@ -177,7 +186,8 @@ def launch(build, framework, mode, loops, folder, timeout, extra=()):
         tails = "\n".join(f"--- rank {rank} (exit {codes[rank]}"
                           f"{', hung: killed' if rank in hung else ''}):\n" + text[-1500:]
                           for rank, text in enumerate(outputs) if codes[rank] or rank in hung)
-        error = f"exit codes {codes}, hung {hung}, after {seconds:.0f} s\n{tails}"
+        error = (f"exit codes {codes}, hung {hung} (after {seconds:.0f} s; limit {timeout} s)\n"
+                 + tails)
     per_loop = {}
     parts = [split_output(text, loops) for text in outputs]
     for loop in loops:

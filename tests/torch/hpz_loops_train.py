@@ -265,31 +265,15 @@ COUNTED_PER_PATH = ("calls", "input_bytes", "kernel_launches", "collective_launc
 
 def preloaded_zpp_stats():
     """A reader of zppGetStats of a preloaded libzpp.so (the plugin under NCCL), as
-    zpp_torch.stats gives them; None without one. As bench/fsdp/train_fsdp2.py reads them:
-    plugin/torch/zpp_torch/_stats.py loaded alone (importing zpp_torch would load the CPU
-    backend's library). The counters are the process's, every communicator's since the load."""
-    import ctypes
-    import importlib.util
+    zpp_torch.stats gives them; None without one: bench/fsdp/train_fsdp2.py's (it loads
+    plugin/torch/zpp_torch/_stats.py alone: importing zpp_torch would load the CPU backend's
+    library). The counters are the process's, every communicator's since the load."""
+    bench = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "bench", "fsdp")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import train_fsdp2
 
-    try:
-        library = ctypes.CDLL(None)
-        library.zppGetStats  # noqa: B018 (AttributeError when libzpp.so is not preloaded)
-    except (OSError, AttributeError):
-        return None
-    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "plugin",
-                        "torch", "zpp_torch", "_stats.py")
-    spec = importlib.util.spec_from_file_location("zpp_stats", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    names = module.reason_names(library)
-
-    def read():
-        raw = module.Stats()
-        if library.zppGetStats(ctypes.byref(raw)) != 0:
-            raise RuntimeError("zppGetStats failed")
-        return raw.as_dict(names)
-
-    return read
+    return train_fsdp2.preloaded_zpp_stats()
 
 
 def since(now, then):
