@@ -214,8 +214,8 @@ mutant decision-group plugin/collective_hooks.cc \
   'group = zpp::plugin::ThisThreadGroup(); group.depth > 1) {' \
   "zpp_plugin_decision_tests=*"
 mutant decision-capture plugin/collective_hooks.cc \
-  '  if (zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);' \
-  '  if (false && zpp::StreamCapturing(stream)) return pass_through(zppReasonCapture);' \
+  '  if (zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);' \
+  '  if (false && zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);' \
   "zpp_plugin_decision_tests=*"
 
 # "Never hangs" (item 6): the sim rendezvous waiting without its deadline; the deadline tests
@@ -259,7 +259,7 @@ mutant config-power-of-two src/config/env_parse.cc \
   '*value % 2 != 0' \
   "zpp_unit_tests=*Config*"
 mutant config-bits src/config/env_parse.cc \
-  '      ((*value != 2 && *value != 4 && *value != 8) || *value < spec.min || *value > spec.max)) {' \
+  '      (!zppBitsValid(static_cast<int>(*value)) || *value < spec.min || *value > spec.max)) {' \
   '      (*value < spec.min || *value > spec.max)) {' \
   "zpp_unit_tests=*Config*"
 mutant config-byte-suffix src/config/env_parse.cc \
@@ -439,16 +439,16 @@ mutant pool-size-classes src/fence/buffer_pool.cc \
 # The torch backend (plugin/torch/zpp_torch/backend.py, issue 25 item 7): every argument form
 # torch passes, or a clear error; never a silently wrong result.
 mutant torch-strided-output plugin/torch/zpp_torch/backend.py \
-  $'        if target is not output:\n            output.copy_(target)\n\n    def all_gather_single' \
-  $'\n    def all_gather_single' \
+  $'            if target is not output:\n                output.copy_(target)\n\n        return run\n\n    def all_gather_single' \
+  $'\n        return run\n\n    def all_gather_single' \
   "ctest=TorchBackendOps@300"
 mutant torch-strided-input plugin/torch/zpp_torch/backend.py \
   $'        source, target = input_.contiguous(), _contiguous_target(output)\n        dtype = ' \
   $'        source, target = input_, _contiguous_target(output)\n        dtype = ' \
   "ctest=TorchBackendOps@300"
 mutant torch-coalesced-every-pair plugin/torch/zpp_torch/backend.py \
-  '        for output, input_ in zip(outputs, inputs, strict=True):' \
-  '        for output, input_ in zip(outputs[:1], inputs[:1]):' \
+  $'"allgather_into_tensor_coalesced")\n                for output, input_ in zip(outputs, inputs, strict=True)]' \
+  $'"allgather_into_tensor_coalesced")\n                for output, input_ in zip(outputs[:1], inputs[:1])]' \
   "ctest=TorchBackendOps@300"
 mutant torch-same-dtype plugin/torch/zpp_torch/backend.py \
   '        if output.dtype != input_.dtype:' \
@@ -524,7 +524,7 @@ mutant report-hint tools/zpp_report.py \
   '    if True:' \
   "ctest=TorchJobReport@300"
 mutant torch-broadcast-strided plugin/torch/zpp_torch/backend.py \
-  $'            if buffer is not tensor:\n                tensor.copy_(buffer)' \
+  $'                if buffer is not tensor:\n                    tensor.copy_(buffer)' \
   '' \
   "ctest=TorchBackendOps@300"
 

@@ -91,7 +91,7 @@ typedef struct {
    * device on the collective path), in microseconds. */
   uint64_t predicted_us[zppNumPaths];
   uint64_t measured_us[zppNumPaths];
-  /* Times a collective call waited on the host for the device: hpZ's agreement reads the
+  /* Times a collective call waited on the host for the device: hpZ reads the
    * previous epoch's record once per step epoch per communicator (an event that completed long
    * before, in a training step). Nothing else on the collective path waits, and a call made
    * while its stream captures a CUDA graph passes through, so a graph never holds one. */

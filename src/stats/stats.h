@@ -31,7 +31,7 @@ class StatsCounters {
   void AddMeasuredUs(zppPath_t path, uint64_t us);
   // hpZ's kept secondary partitions now hold `bytes`; the peak is kept.
   void NoteHpzKeptBytes(uint64_t bytes);
-  // A collective call waited on the host for the device (hpZ's agreement, once per epoch).
+  // A collective call waited on the host for the device (hpZ's epoch record, once per epoch).
   void AddHostWait();
   // What plain NCCL would have sent off the node for a call (plan::Plan::plain_off_node_bytes).
   void AddPlainOffNode(uint64_t bytes);

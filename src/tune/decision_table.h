@@ -39,10 +39,11 @@ class DecisionTable {
   int Trials() const;
   // The table of trial `t`: each entry its t-th candidate, or its last when it has fewer. The
   // candidates with hpZ come last, so that the epochs before an hpZ trial (and before the commit)
-  // ran hpZ too: hpZ reuses partitions by the call pattern agreed two epochs earlier.
+  // ran hpZ too (kept from when hpZ's reuse followed a pattern agreed two epochs earlier; since
+  // issue 44 it pairs within the epoch, and the order costs nothing).
   DecisionTable ForTrial(int t) const;
   // Per entry, a hit's time over a fill's by the model for the candidate the table runs (0: not
-  // hpZ): what a trial without hits (no pattern agreed yet) expects of the hits it would buy.
+  // hpZ): what a trial without hits (no backward gathers in it) expects of the hits it would buy.
   std::span<const float> hit_ratios() const { return hit_ratio_now_; }
   // The table the trials measured fastest: `means[t][entry]` is the agreed mean wall time of a
   // call of the entry under ForTrial(t) (0: no call), and a measured entry keeps that time as

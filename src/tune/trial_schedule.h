@@ -23,8 +23,8 @@ class TrialLog {
   enum class Kind { kOther, kHpzFill, kHpzHit };
   void Add(int entry, double us, Kind kind = Kind::kOther);
   // The mean time of a call per entry since the last take (0: no call), and a fresh start. An
-  // entry whose hpZ fills bought no hit in the epoch (the pattern hpZ reuses by is agreed two
-  // epochs on) counts the hits it buys in training, one per fill as FSDP and ZeRO-3 gather, at
+  // entry whose hpZ fills bought no hit in the epoch (a trial's calls need not come in forward and
+  // backward pairs) counts the hits it buys in training, one per fill as FSDP and ZeRO-3 gather, at
   // the fill's time times `hit_ratios` (the model's hit over fill; DecisionTable::hit_ratios).
   std::vector<double> TakeMeans(std::span<const float> hit_ratios);
 
