@@ -115,13 +115,13 @@ ZPP_API ncclResult_t zppHpzChecks(int* enabled, uint64_t* failures, uint64_t* ch
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK_ARG(enabled != nullptr && failures != nullptr && choices != nullptr,
                   "zppHpzChecks: NULL output; the call returns ncclInvalidArgument");
-    *enabled = zpp::GetConfig().hpz ? 1 : 0;
+    *enabled = 0;
     *failures = *choices = 0;
     for (const auto& state : zpp::plugin::Comms().Live()) {
       const auto zpp = state->Zpp();
       if (zpp == nullptr) continue;
       uint64_t comm_failures = 0, comm_choices = 0;
-      zpp->ReadHpzChecks(&comm_failures, &comm_choices);
+      if (zpp->ReadHpzChecks(&comm_failures, &comm_choices)) *enabled = 1;
       *failures += comm_failures;
       *choices += comm_choices;
     }

@@ -41,9 +41,9 @@ class DuplicateOwner final : public ZppCommunicator {
     aborted_ = true;
   }
   Result DeviceUsesEnded(bool* ended) override { return inner_->DeviceUsesEnded(ended); }
-  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
+  bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
     *failures = *choices = 0;
-    if (inner_) inner_->ReadHpzChecks(failures, choices);
+    return inner_ && inner_->ReadHpzChecks(failures, choices);
   }
   Result AsyncError() const override {
     std::lock_guard<std::mutex> lock(abort_mutex_);

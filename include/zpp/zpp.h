@@ -153,10 +153,11 @@ ZPP_API ncclResult_t zppSetTrainingPass(int pass);
 /* The calling thread's pass as the all-gathers see it (the hint, else the guess above). */
 ZPP_API ncclResult_t zppGetTrainingPass(int* pass);
 
-/* hpZ's checks so far over every communicator of this library: *failures, hits whose shard
- * matched no kept fill (their partitions were sent as NaN); *choices, the sum of the hits'
- * choices (ranks that differ chose different fills). Cumulative; the device writes them into
- * host memory, so read them after the step's device work has completed. *enabled: ZPP_HPZ. */
+/* hpZ's checks so far over every live communicator of this library: *failures, hits whose
+ * shard matched no kept fill (their partitions were sent as NaN); *choices, the sum of the hits'
+ * choices. Cumulative; the device writes them into host memory, so read them after the step's
+ * device work has completed. *enabled: some communicator runs hpZ (which follows the settings
+ * every rank agreed on, never one rank's alone). */
 ZPP_API ncclResult_t zppHpzChecks(int* enabled, uint64_t* failures, uint64_t* choices);
 
 /* The step guard skipped optimizer step `step` (the epoch it ran in) on every rank because

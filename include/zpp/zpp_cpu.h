@@ -78,9 +78,10 @@ ZPP_API ncclResult_t zppCpuBroadcastBytes(void* buff, size_t bytes, int root, zp
  * counted exactly by the simulated cluster. */
 ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats);
 
-/* hpZ's checks on this communicator, as zppHpzChecks: cumulative failed checks and the hits'
- * choice sum, for the step guard (read after the communicator's calls have completed). */
-ZPP_API ncclResult_t zppCpuCommHpzChecks(zppCpuComm_t comm, uint64_t* failures, uint64_t* choices);
+/* hpZ's checks on this communicator, as zppHpzChecks: whether it runs hpZ, cumulative failed
+ * checks and the hits' choice sum, for the step guard (read after its calls have completed). */
+ZPP_API ncclResult_t zppCpuCommHpzChecks(zppCpuComm_t comm, int* enabled, uint64_t* failures,
+                                         uint64_t* choices);
 
 /* The end of an optimizer step (the torch backend's post-step hook, after the step epoch
  * advanced): with ZPP_PROGRESS=N, every N step epochs the process that is rank 0 of its largest

@@ -246,12 +246,13 @@ ZPP_API ncclResult_t zppCpuCommGetStats(zppCpuComm_t comm, zppStats_t* stats) {
   });
 }
 
-ZPP_API ncclResult_t zppCpuCommHpzChecks(zppCpuComm_t comm, uint64_t* failures, uint64_t* choices) {
+ZPP_API ncclResult_t zppCpuCommHpzChecks(zppCpuComm_t comm, int* enabled, uint64_t* failures,
+                                         uint64_t* choices) {
   return zpp::CatchAll(__func__, [&] {
     ZPP_CHECK(CheckComm(comm, __func__));
-    ZPP_CHECK_ARG(failures != nullptr && choices != nullptr,
+    ZPP_CHECK_ARG(enabled != nullptr && failures != nullptr && choices != nullptr,
                   "zppCpuCommHpzChecks: NULL output; the call returns ncclInvalidArgument");
-    comm->comm->ReadHpzChecks(failures, choices);
+    *enabled = comm->comm->ReadHpzChecks(failures, choices) ? 1 : 0;
     return ncclSuccess;
   });
 }

@@ -338,10 +338,10 @@ Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
 
 void CpuComm::Snapshot(zppStats_t* out) const { stats_.Snapshot(out); }
 
-void CpuComm::ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
+bool CpuComm::ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *failures = *choices = 0;
-  if (engine_ != nullptr) engine_->ReadHpzChecks(failures, choices);
+  return engine_ != nullptr && engine_->ReadHpzChecks(failures, choices);
 }
 
 std::string CpuComm::Failure() const { return transport_->Failure(); }

@@ -79,8 +79,9 @@ class CpuComm {
   // engine's calls, pass-throughs included, as the sim counts them (exactly, NCCL's ring model;
   // the plugin can only count the planner's prediction for the calls zpp runs).
   void Snapshot(zppStats_t* out) const;
-  // hpZ's cumulative check counters (engine::Engine::ReadHpzChecks), for the step guard.
-  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const;
+  // hpZ's cumulative check counters (engine::Engine::ReadHpzChecks), for the step guard; whether
+  // this communicator runs hpZ (the same on every rank: it follows the agreed settings).
+  bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const;
   // The grouping, for the log and the stats table ("2 nodes x 2 ranks").
   const topology::Topology& topology() const { return topology_; }
   // Why the transport broke ("" while it works): which rank found what, and the call each rank

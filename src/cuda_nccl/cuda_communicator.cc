@@ -105,9 +105,9 @@ class CudaZppCommunicator final : public ZppCommunicator {
     return ncclSuccess;
   }
   Result AsyncError() const override { return backend_->SubCommunicatorError(); }
-  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
+  bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
     *failures = *choices = 0;
-    if (engine_) engine_->ReadHpzChecks(failures, choices);
+    return engine_ && engine_->ReadHpzChecks(failures, choices);
   }
 
  private:

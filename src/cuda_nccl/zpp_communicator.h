@@ -51,9 +51,11 @@ class ZppCommunicator {
   // call from any thread, at any time; ncclSuccess after an abort.
   virtual Result AsyncError() const = 0;
 
-  // hpZ's cumulative check counters (Engine::ReadHpzChecks), for the step guard. Any thread.
-  virtual void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
+  // hpZ's cumulative check counters (Engine::ReadHpzChecks), for the step guard; whether this
+  // communicator runs hpZ (the same on every rank: it follows the agreed settings). Any thread.
+  virtual bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
     *failures = *choices = 0;
+    return false;
   }
 };
 

@@ -93,10 +93,11 @@ class Engine {
   void PollDeviceErrors() {
     if (hpz_) hpz_->PollFailures();
   }
-  // hpZ's cumulative device counters (HpzCache::ReadChecks); zeros without hpZ.
-  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
+  // hpZ's cumulative device counters (HpzCache::ReadChecks); false (and zeros) without hpZ.
+  bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const {
     *failures = *choices = 0;
     if (hpz_) hpz_->ReadChecks(failures, choices);
+    return hpz_ != nullptr;
   }
 
  private:

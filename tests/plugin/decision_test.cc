@@ -158,7 +158,7 @@ TEST_F(DecisionTest, HpzChecksSumTheCommunicatorsCounters) {
   int enabled = -1;
   uint64_t failures = 0, choices = 0;
   ASSERT_EQ(zppHpzChecks(&enabled, &failures, &choices), ncclSuccess);
-  EXPECT_EQ(enabled, 0);  // ZPP_HPZ is not set here
+  EXPECT_EQ(enabled, 1);  // the recording communicators say they run hpZ
   EXPECT_EQ(failures, 4u);
   EXPECT_EQ(choices, 2u * 0x12345u);
   EXPECT_EQ(ncclCommDestroy(second), ncclSuccess);

@@ -67,9 +67,10 @@ class RecordingCommunicator final : public ZppCommunicator {
     return ncclSuccess;
   }
   Result AsyncError() const override { return test::Recording().async_error; }
-  void ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
+  bool ReadHpzChecks(uint64_t* failures, uint64_t* choices) const override {
     *failures = test::Recording().hpz_failures;
     *choices = test::Recording().hpz_choices;
+    return true;
   }
 
  private:

@@ -80,8 +80,9 @@ def _cuda_available():
 
 
 def _settle_deepspeed_steps(module):
-    """DeepSpeed's ZeRO-3 optimizer skips its torch optimizer when the gradients overflow: hpZ's
-    step guard must then close the step itself (zpp_step_guard.step_ended)."""
+    """DeepSpeed's ZeRO-3 optimizer steps its torch optimizer once per sub-group, or not at all
+    when the gradients overflow: hpZ's step guard decides once, before it
+    (zpp_step_guard.settle_after_step)."""
     import zpp_step_guard  # beside this file
 
     zpp_step_guard.settle_after_step(module.DeepSpeedZeroOptimizer_Stage3)

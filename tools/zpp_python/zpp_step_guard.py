@@ -6,24 +6,31 @@ A failed check (a weight changed in place between its forward and its backward) 
 place of a secondary partition on its node, and other nodes may have received a stale shard:
 that step's gradients are wrong. Before the step the guard reads every source's cumulative
 counters (libzpp.so's communicators, the zpp torch backend's), agrees across the ranks with one
-all-reduce of three integers, and where any rank failed or the ranks' choices differed it drops
-every gradient of the optimizer, so that the step changes nothing, and says so (a WARN from
-zppHpzStepSkipped, counted in hpz_skipped_steps). Reuse goes on from the next step.
+all-reduce of one integer, and where any rank failed it drops every gradient of the optimizer,
+so that the step changes nothing, and says so (a WARN from zppHpzStepSkipped, counted in
+hpz_skipped_steps). Reuse goes on from the next step. Ranks whose hits chose different fills
+(a stale shard without NaN) are reported by the epoch record, per communicator, not here.
+
+Every optimizer step is then a collective while a communicator runs hpZ: a script that steps an
+optimizer on some ranks only must not run under hpZ. Several torch optimizers stepped one after
+another in one training step: the first takes the decision, the others are not guarded.
 
 One module for the LD_PRELOAD plugin (installed by zpp-run's sitecustomize) and the CPU backend
-(zpp_torch), installed once per process whoever comes first. It runs only while ZPP_HPZ is on.
+(zpp_torch), installed once per process whoever comes first. It runs only where a communicator
+runs hpZ.
 """
 import ctypes
 import functools
 
-_sources = []  # callables: () -> (failures, choices), cumulative
+_sources = []  # callables: () -> (enabled, failures), failures cumulative
 _library = None  # libzpp.so
-_last = (0, 0)
+_last_failures = 0
+_framework_step = None  # inside a wrapped framework step: the decision taken before it
 _installed = False
 
 
 def add_source(read):
-    """Another source of cumulative (failures, choices): the CPU backend's communicators."""
+    """Another source of (enabled, cumulative failures): the CPU backend's communicators."""
     _sources.append(read)
 
 
@@ -32,17 +39,17 @@ def _libzpp_checks():
     failures, choices = ctypes.c_uint64(0), ctypes.c_uint64(0)
     if _library.zppHpzChecks(ctypes.byref(enabled), ctypes.byref(failures),
                              ctypes.byref(choices)) != 0:
-        return False, 0, 0
-    return bool(enabled.value), failures.value, choices.value
+        return False, 0
+    return bool(enabled.value), failures.value
 
 
 def _totals():
-    enabled, failures, choices = _libzpp_checks()
+    enabled, failures = _libzpp_checks()
     for read in _sources:
-        more_failures, more_choices = read()
+        more_enabled, more_failures = read()
+        enabled |= more_enabled
         failures += more_failures
-        choices += more_choices
-    return enabled, failures, choices
+    return enabled, failures
 
 
 def _agreement_device(dist):
@@ -54,29 +61,29 @@ def _agreement_device(dist):
     return torch.device("cpu")
 
 
-def _agreed_trouble():
-    """Every rank's checks since the last look, agreed in one all-reduce: (failures on any rank,
-    whether the ranks' choices differed), or None where there is nothing to guard (no process
-    group of two ranks, or ZPP_HPZ off: then no wait either)."""
-    global _last
+def _agreed_failures():
+    """Every rank's failed checks since the last look, agreed in one all-reduce: the most any
+    rank saw (0: none), or None where there is nothing to guard. Whether to agree depends only on
+    what every rank shares: a process group of two ranks or more, and a communicator that runs
+    hpZ (its settings are the ones all ranks agreed on; a rank whose ZPP_HPZ differs runs none)."""
+    global _last_failures
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return None
-    if not _libzpp_checks()[0]:
-        return None
+    if not _totals()[0]:
+        return None  # no hpZ: nothing to guard, no wait
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         # The hits' checks ran on the collective streams, before the backward that used them.
         torch.cuda.current_stream().synchronize()
-    _, failures, choices = _totals()
-    fresh = (failures - _last[0], choices - _last[1])
-    _last = (failures, choices)
-    seen = torch.tensor([fresh[0], fresh[1], -fresh[1]], dtype=torch.int64,
-                        device=_agreement_device(dist))
+    _, failures = _totals()
+    # A destroyed communicator leaves the sums: never a negative count.
+    fresh = max(0, failures - _last_failures)
+    _last_failures = failures
+    seen = torch.tensor([fresh], dtype=torch.int64, device=_agreement_device(dist))
     dist.all_reduce(seen, op=dist.ReduceOp.MAX)
-    failed, most, least = (int(v) for v in seen.tolist())
-    return failed, most != -least
+    return int(seen.item())
 
 
 def _skipped(failed):
@@ -85,41 +92,45 @@ def _skipped(failed):
     _library.zppHpzStepSkipped(epoch.value, failed)
 
 
-def _before_step(optimizer, *_args, **_kwargs):
-    trouble = _agreed_trouble()
-    if trouble is None or trouble == (0, False):
-        return
+def _drop_gradients(optimizer):
     for group in optimizer.param_groups:
         for parameter in group["params"]:
             parameter.grad = None
-    _skipped(trouble[0])
 
 
-def step_ended():
-    """The framework's step ended, whether it stepped its torch optimizer or not. DeepSpeed skips
-    it when its gradients hold NaN, as a failed check leaves them, on every rank (its overflow
-    check is agreed): the failures seen by then were that skipped step's, and must not skip the
-    next one. Where the torch optimizer did step, the pre-step hook has looked already."""
-    if _library is None:
+def _before_step(optimizer, *_args, **_kwargs):
+    if _framework_step is not None:  # decided before the framework's step, for all its calls
+        if _framework_step:
+            _drop_gradients(optimizer)
         return
-    trouble = _agreed_trouble()
-    if trouble is not None and trouble[0] > 0:
-        _skipped(trouble[0])
+    failed = _agreed_failures()
+    if failed:
+        _drop_gradients(optimizer)
+        _skipped(failed)
 
 
 def settle_after_step(optimizer_class):
-    """Wraps a framework optimizer's step (DeepSpeed's ZeRO-3 one) so that step_ended runs after
-    it, stepped or skipped."""
+    """Wraps a framework optimizer's step (DeepSpeed's ZeRO-3 one) so that the guard decides once
+    before it: DeepSpeed steps its torch optimizer once per sub-group, or not at all when its
+    gradients overflow (as a failed check leaves them), and every one of those calls, or none,
+    belongs to this step."""
     step = optimizer_class.step
 
     @functools.wraps(step)
-    def step_then_settle(self, *args, **kwargs):
+    def step_decided_first(self, *args, **kwargs):
+        global _framework_step
+        if _library is None or _framework_step is not None:
+            return step(self, *args, **kwargs)
+        failed = _agreed_failures()
+        _framework_step = bool(failed)
+        if failed:
+            _skipped(failed)
         try:
             return step(self, *args, **kwargs)
         finally:
-            step_ended()
+            _framework_step = None
 
-    optimizer_class.step = step_then_settle
+    optimizer_class.step = step_decided_first
 
 
 def install(library, register_pre_hook=None):

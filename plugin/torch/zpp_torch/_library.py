@@ -56,7 +56,8 @@ def _load():
         "zppCpuAllGatherBytes": [c.c_void_p, c.c_void_p, c.c_size_t, comm],
         "zppCpuBroadcastBytes": [c.c_void_p, c.c_size_t, c.c_int, comm],
         "zppCpuCommGetStats": [comm, c.POINTER(Stats)],
-        "zppCpuCommHpzChecks": [comm, c.POINTER(c.c_uint64), c.POINTER(c.c_uint64)],
+        "zppCpuCommHpzChecks": [comm, c.POINTER(c.c_int), c.POINTER(c.c_uint64),
+                                c.POINTER(c.c_uint64)],
         "zppCpuStepEnded": [],
     }
     for name, argtypes in signatures.items():

@@ -272,19 +272,22 @@ class ZppBackend(_C10dBackend):
 
     @staticmethod
     def hpz_checks():
-        """hpZ's cumulative (failures, choices) over every communicator, once their submitted
-        collectives have run (zppCpuCommHpzChecks): for hpZ's step guard."""
+        """hpZ's (enabled, failures): whether some communicator runs hpZ, and its cumulative
+        failed checks over every communicator, once their submitted collectives have run
+        (zppCpuCommHpzChecks): for hpZ's step guard."""
         ZppBackend.drain_all()
-        failures = choices = 0
+        enabled, failures = False, 0
         for backend in list(ZppBackend._live):
             if getattr(backend, "_comm", None) is None:
                 continue
+            runs = ctypes.c_int(0)
             comm_failures, comm_choices = ctypes.c_uint64(0), ctypes.c_uint64(0)
-            check(LIB.zppCpuCommHpzChecks(backend._comm, ctypes.byref(comm_failures),
-                                          ctypes.byref(comm_choices)), "hpZ checks")
+            check(LIB.zppCpuCommHpzChecks(backend._comm, ctypes.byref(runs),
+                                          ctypes.byref(comm_failures), ctypes.byref(comm_choices)),
+                  "hpZ checks")
+            enabled |= bool(runs.value)
             failures += comm_failures.value
-            choices += comm_choices.value
-        return failures, choices
+        return enabled, failures
 
     # ---- what the backend is ----------------------------------------------------------------
 
