@@ -55,7 +55,8 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
   ReportConfigOnce();
   std::function<uint64_t()> epoch = options.epoch;
   if (!epoch) epoch = [] { return ProcessStepEpoch().Current(); };
-  if (settings_.hpz && shape_.hierarchical_allowed) {
+  // Only on agreed settings: hpZ's step guard joins a collective where some engine runs hpZ.
+  if (settings_.hpz && shape_.hierarchical_allowed && shape_.config_agreed) {
     hpz_ = std::make_unique<HpzCache>(backend_, options.hpz_max_bytes, stats_, epoch);
     if (settings_.qwz_delta) {
       deltas_ = std::make_unique<WeightDeltas>(*pool_, options.hpz_max_bytes, options.delta_refresh,

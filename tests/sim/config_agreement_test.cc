@@ -114,5 +114,27 @@ TEST(ConfigAgreementTest, DisagreeingCommunicatorPassesEverythingThrough) {
   EXPECT_EQ(passed_through.load(), 4);
 }
 
+// A rank whose ZPP_HPZ differs: no rank's engine runs hpZ, so hpZ's step guard (which joins an
+// all-reduce wherever some communicator runs hpZ) is off on every rank alike, never on some.
+TEST(ConfigAgreementTest, HpzRunsOnNoRankWhenOneRankDiffers) {
+  sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
+  std::atomic<int> running{0};
+  world.RunRanks([&](sim::SimBackend& backend) {
+    Config config;
+    config.hpz = backend.rank() == 2 ? 0 : 1;
+    std::unique_ptr<Stream> stream;
+    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+    ConfigAgreement agreement;
+    ASSERT_EQ(AgreeOnConfiguration(backend, *stream, config, &agreement), ncclSuccess);
+    plan::Shape shape = sim::ShapeOf(world.layout());
+    shape.config_agreed = agreement.agreed;
+    StatsCounters stats;
+    Engine engine(backend, shape, OptionsFrom(config), stats);
+    uint64_t failures = 0, choices = 0;
+    if (engine.ReadHpzChecks(&failures, &choices)) ++running;
+  });
+  EXPECT_EQ(running.load(), 0);
+}
+
 }  // namespace
 }  // namespace zpp::engine
