@@ -87,6 +87,21 @@ TEST(ConfigAgreementTest, FeedbackAndOneNodeSettingsAreComparedToo) {
   }
 }
 
+// Runs `use` with an engine made as a communicator makes it: after the configuration agreement.
+template <typename Use>
+void WithAgreedEngine(sim::SimBackend& backend, const sim::SimWorld& world, const Config& config,
+                      Use use) {
+  std::unique_ptr<Stream> stream;
+  ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
+  ConfigAgreement agreement;
+  ASSERT_EQ(AgreeOnConfiguration(backend, *stream, config, &agreement), ncclSuccess);
+  plan::Shape shape = sim::ShapeOf(world.layout());
+  shape.config_agreed = agreement.agreed;
+  StatsCounters stats;
+  Engine engine(backend, shape, OptionsFrom(config), stats);
+  use(engine, *stream);
+}
+
 TEST(ConfigAgreementTest, DisagreeingCommunicatorPassesEverythingThrough) {
   // What the plugin does with the outcome: the shape says so and the planner passes through.
   sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
@@ -96,20 +111,14 @@ TEST(ConfigAgreementTest, DisagreeingCommunicatorPassesEverythingThrough) {
     config.qwz = 1;
     config.min_bytes = 0;
     if (backend.rank() == 1) config.block = 128;
-    std::unique_ptr<Stream> stream;
-    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
-    ConfigAgreement agreement;
-    ASSERT_EQ(AgreeOnConfiguration(backend, *stream, config, &agreement), ncclSuccess);
-    plan::Shape shape = sim::ShapeOf(world.layout());
-    shape.config_agreed = agreement.agreed;
-    StatsCounters stats;
-    Engine engine(backend, shape, OptionsFrom(config), stats);
-    std::vector<float> in(1000, 1.0f), out(4000);
-    plan::Plan plan;
-    ASSERT_EQ(engine.AllGather({in.data(), out.data(), in.size(), ncclFloat32}, *stream, &plan),
-              ncclSuccess);
-    backend.Synchronize(*stream);
-    if (plan.reason == zppReasonConfigMismatch) ++passed_through;
+    WithAgreedEngine(backend, world, config, [&](Engine& engine, Stream& stream) {
+      std::vector<float> in(1000, 1.0f), out(4000);
+      plan::Plan plan;
+      ASSERT_EQ(engine.AllGather({in.data(), out.data(), in.size(), ncclFloat32}, stream, &plan),
+                ncclSuccess);
+      backend.Synchronize(stream);
+      if (plan.reason == zppReasonConfigMismatch) ++passed_through;
+    });
   });
   EXPECT_EQ(passed_through.load(), 4);
 }
@@ -122,16 +131,10 @@ TEST(ConfigAgreementTest, HpzRunsOnNoRankWhenOneRankDiffers) {
   world.RunRanks([&](sim::SimBackend& backend) {
     Config config;
     config.hpz = backend.rank() == 2 ? 0 : 1;
-    std::unique_ptr<Stream> stream;
-    ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
-    ConfigAgreement agreement;
-    ASSERT_EQ(AgreeOnConfiguration(backend, *stream, config, &agreement), ncclSuccess);
-    plan::Shape shape = sim::ShapeOf(world.layout());
-    shape.config_agreed = agreement.agreed;
-    StatsCounters stats;
-    Engine engine(backend, shape, OptionsFrom(config), stats);
-    uint64_t failures = 0, choices = 0;
-    if (engine.ReadHpzChecks(&failures, &choices)) ++running;
+    WithAgreedEngine(backend, world, config, [&](Engine& engine, Stream&) {
+      uint64_t failures = 0, choices = 0;
+      if (engine.ReadHpzChecks(&failures, &choices)) ++running;
+    });
   });
   EXPECT_EQ(running.load(), 0);
 }
