@@ -215,10 +215,17 @@ class ZppBackend(_C10dBackend):
         check(LIB.zppCpuCommOpenWithTimeout(rank, size, timeout_ms, ctypes.byref(self._comm)),
               "communicator set-up")
         try:
-            self._connect(store, timeout)
+            # torch names a group made again after destroy_process_group() as the one it
+            # replaces, and torchrun's agent keeps one store for the whole job: the keys of this
+            # group's earlier set-ups are still there. Each set-up takes the next generation;
+            # every rank joins one before any rank can start the next (a set-up needs every
+            # rank's address).
+            generation = (store.add("zpp/joined", 1) - 1) // size
+            self._connect(store, timeout, f"zpp/{generation}/address/")
             # Everything else goes to gloo over the same ranks, bootstrapped through its own
             # prefix of the group's store.
-            self._gloo = ProcessGroupGloo(PrefixStore("zpp-gloo/", store), rank, size, timeout)
+            self._gloo = ProcessGroupGloo(PrefixStore(f"zpp-gloo/{generation}/", store), rank,
+                                          size, timeout)
         except BaseException:
             LIB.zppCpuCommDestroy(self._comm)
             self._comm = None
@@ -230,15 +237,15 @@ class ZppBackend(_C10dBackend):
         _comms.append(self)
         epoch.install_step_hook(drain=ZppBackend.drain_all, hpz_checks=ZppBackend.hpz_checks)
 
-    def _connect(self, store, timeout):
+    def _connect(self, store, timeout, key):
         # Bootstrap through the c10d store torch hands us (a prefix store per group): every rank
-        # publishes its UCP worker address, then reads everyone's.
+        # publishes its UCP worker address under `key`, then reads everyone's.
         address, length = ctypes.c_void_p(), ctypes.c_size_t()
         check(LIB.zppCpuCommAddress(self._comm, ctypes.byref(address), ctypes.byref(length)),
               "communicator set-up")
-        store.set(f"zpp/address/{self._rank}", ctypes.string_at(address, length.value))
-        store.wait([f"zpp/address/{r}" for r in range(self._size)], timeout)
-        addresses = [store.get(f"zpp/address/{r}") for r in range(self._size)]
+        store.set(f"{key}{self._rank}", ctypes.string_at(address, length.value))
+        store.wait([f"{key}{r}" for r in range(self._size)], timeout)
+        addresses = [store.get(f"{key}{r}") for r in range(self._size)]
         lengths = (ctypes.c_size_t * self._size)(*[len(a) for a in addresses])
         check(LIB.zppCpuCommConnect(self._comm, b"".join(addresses), lengths),
               "communicator set-up")
