@@ -41,6 +41,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import quantities  # noqa: E402 (bench/quantities.py: each reported quantity, defined once)
+
 DEFAULT_SEED = 1234  # bench/fsdp/gpt_text.py's --seed default
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
@@ -314,8 +317,7 @@ def run_one(args, framework, mode):
 
 
 def final_loss(rows):
-    tail = max(1, len(rows) // 10)
-    return sum(loss for _, loss, _ in rows[-tail:]) / tail
+    return quantities.final_loss(loss for _, loss, _ in rows)
 
 
 def summarize_stats(stats, steps, steady_from):

@@ -28,7 +28,9 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fsdp"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
 import gpt_text  # noqa: E402 (bench/fsdp; imports torch)
+import quantities  # noqa: E402 (bench/quantities.py: the final loss, defined once)
 
 
 def parse():
@@ -167,7 +169,8 @@ def main():
             per_step.append(dict(read(), ds_secondary_bytes=kept))
     gpt_text.write_run(args, rank, world, lines, per_step if args.stats_dir else [])
     if rank == 0:
-        print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
+        final = quantities.final_loss(float(line.split(",")[1]) for line in lines)
+        print(f"parameters {parameters}, final loss {final:.8f} (mean of the last 10% of steps)")
     # Every rank done before any tears its connections down: gloo's teardown while a peer still
     # uses them aborted a rank at exit ("terminate called without an active exception", seen
     # once in `make test` under load, in the gloo reference run).

@@ -1,15 +1,20 @@
 """Loss curves of the FSDP2 runs side by side (CSV files from train_fsdp2.py) into one PNG, and
-a markdown table of final losses relative to plain NCCL.
+a markdown table of final losses (bench/quantities.py: the mean of the last 10% of the steps)
+relative to plain NCCL.
 
     plot_losses.py OUT.png nccl=loss_nccl.csv qwz=loss_qwz.csv ...
 """
 import csv
+import os
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import quantities  # noqa: E402 (the final loss, defined once)
 
 
 def main(out, runs):
@@ -28,11 +33,12 @@ def main(out, runs):
     axes.legend()
     figure.tight_layout()
     figure.savefig(out, dpi=120)
-    plain = curves["nccl"][1][-1]
+    plain = quantities.final_loss(curves["nccl"][1])
     print("| run | final loss | vs plain |")
     print("|---|---:|---:|")
     for name, (_, losses) in curves.items():
-        print(f"| {name} | {losses[-1]:.4f} | {100 * (losses[-1] - plain) / plain:+.2f}% |")
+        final = quantities.final_loss(losses)
+        print(f"| {name} | {final:.5f} | {quantities.relative_pct(final, plain):+.3f}% |")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import gpt_text  # noqa: E402 (beside this file; imports torch)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import quantities  # noqa: E402 (bench/quantities.py: the final loss, defined once)
+
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -245,7 +248,8 @@ def main():
         count = save_and_load_checkpoint(model, optimizer, args.checkpoint)
         print(f"rank {rank}: checkpoint saved and loaded, {count} parameters equal")
     if rank == 0:
-        print(f"parameters {parameters}, final loss {lines[-1].split(',')[1]}")
+        final = quantities.final_loss(float(line.split(",")[1]) for line in lines)
+        print(f"parameters {parameters}, final loss {final:.8f} (mean of the last 10% of steps)")
         if args.device == "cuda":
             try:
                 zpp = ctypes.CDLL(None)

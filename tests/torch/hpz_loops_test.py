@@ -50,6 +50,9 @@ import hpz_loops_deepspeed_train  # noqa: E402 (its loop names; torch is not imp
 import hpz_loops_train  # noqa: E402 (its loop names and in-place changes)
 from launch import Ranks  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import quantities  # noqa: E402 (the final loss, defined once)
+
 RANKS = 4
 MODES = {"plain": [], "hpz": ["--hpz"], "zero++": ["--preset", "zero++"]}
 
@@ -274,11 +277,9 @@ def nonfinite(results):
 
 
 def final_loss(results):
-    """Mean over ranks of the step losses of the last 10% of the steps (at least the last)."""
-    steps = len(results[0]["steps"])
-    last = max(1, round(steps * 0.1))
-    values = [step["loss"] for result in results for step in result["steps"][-last:]]
-    return sum(values) / len(values)
+    """bench/quantities.py's final loss of the per-step losses, each the mean over the ranks."""
+    steps = zip(*(result["steps"] for result in results))
+    return quantities.final_loss(sum(s["loss"] for s in step) / len(step) for step in steps)
 
 
 def bitwise_differences(results, reference):
