@@ -8,6 +8,7 @@ calls from being compressed. zpp-run --stats runs it after the job; alone:
 import argparse
 import json
 import os
+import signal
 import sys
 
 PATHS = (("qwz", "qwZ (flat quantized all-gather)"), ("hpz", "hpZ (hierarchical all-gather)"),
@@ -22,8 +23,7 @@ HINTS = {
         f"{n} of {calls} calls under ZPP_MIN_BYTES={_size(s.get('ZPP_MIN_BYTES'))}: lower it "
         "for a small model"),
     "disabled": lambda n, calls, s: (
-        f"{n} of {calls} calls asked for no technique: set ZPP_QWZ, ZPP_HPZ or ZPP_QGZ, or use "
-        "zpp-run --preset zero++"),
+        f"{n} of {calls} calls asked for no technique: {_switches_off(s)}"),
     "dtype": lambda n, calls, s: (
         f"{n} of {calls} calls are of a dtype zpp does not compress (fp32, fp16 and bf16 only)"),
     "redop": lambda n, calls, s: (
@@ -43,12 +43,52 @@ HINTS = {
         f"{n} of {calls} calls: ZPP_TUNE measured NCCL faster on these links for their sizes"),
 }
 
+def _on(settings, name):
+    return settings.get(name) not in (None, "", "0")
+
+
+def _switches_off(settings):
+    """The switches this job left off, each with the calls it would take."""
+    off = []
+    if not any(_on(settings, name) for name in ("ZPP_QWZ", "ZPP_HPZ", "ZPP_QGZ")):
+        off.append("ZPP_QWZ, ZPP_HPZ and ZPP_QGZ take all-gathers and reduce-scatters (FSDP, "
+                   "ZeRO-3: zpp-run --preset zero++)")
+    if not _on(settings, "ZPP_QAR"):
+        off.append("ZPP_QAR takes all-reduces (DDP, HSDP's replicas: zpp-run --qar)")
+    if not off:
+        return "the switches that are on do not take these calls' collectives"
+    return "; ".join(off)
+
+
+def _feedback_label(settings):
+    """Whose error feedback the feedback counters count: qgZ's, qAR's or both."""
+    owners = [name for name, switch in (("qgZ", "ZPP_QGZ_EF"), ("qAR", "ZPP_QAR_EF"))
+              if _on(settings, switch)]
+    return f"{' and '.join(owners) or 'qgZ'} error feedback"
+
+
 NO_COMMUNICATOR = (
     "zpp saw no communicator in this job: no process opened one with zpp loaded. Most often the "
     "script runs on the CPU with torch.distributed's gloo backend, which zpp does not see ("
     "`zpp-run --cpu` runs its gloo groups on zpp unchanged; or use the backend `zpp`: import "
     "zpp_torch, init_process_group('zpp')); or the program never "
     "called NCCL; or a launcher cleared LD_PRELOAD before starting the ranks.")
+
+
+NO_COMMUNICATOR_CPU = (
+    "zpp saw no communicator in this job: with --cpu every CPU process group torch makes runs on "
+    "zpp, and no process made one; or a launcher cleared LD_PRELOAD and PYTHONPATH before "
+    "starting the ranks.")
+
+
+def _how_it_ended(code):
+    """The command's end in words: a negative code is the signal that stopped it."""
+    if code < 0:
+        try:
+            return f"was stopped by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was stopped by signal {-code}"
+    return f"ended with exit status {code}"
 
 
 def _size(text):
@@ -153,7 +193,8 @@ def table(total):
         lines.append(f"  hpZ step guard: {total['hpz_skipped_steps']} optimizer step(s) skipped on "
                      f"every rank, where a check failed (the WARN lines name them)")
     if total["qgz_ef_calls"] + total["qgz_ef_without"]:
-        lines.append(f"  qgZ error feedback: {total['qgz_ef_calls']} calls kept their residual, "
+        lines.append(f"  {_feedback_label(total['settings'])}: {total['qgz_ef_calls']} calls "
+                     "kept their residual, "
                      f"{total['qgz_ef_without']} ran without (past ZPP_EF_MAX_MB)")
     if total["qwz_delta_calls"] + total["qwz_delta_full"]:
         lines.append(f"  qwZ deltas: {total['qwz_delta_calls']} weight gathers sent a delta, "
@@ -161,16 +202,29 @@ def table(total):
                      f"refresh)")
     if total["hint"]:
         lines.append(f"  hint: {total['hint']}")
+    if total.get("ended"):
+        lines.append(f"  {total['ended']}")
     return "\n".join(lines)
 
 
-def report(folder, as_json=False):
-    """The report's text for a folder (no communicator: the line that says so)."""
+def report(folder, as_json=False, exit_code=None, cpu=False):
+    """The report's text for a folder (no communicator: the line that says so). `exit_code`: how
+    the command ended, where known (negative: the signal that stopped it); `cpu`: zpp-run --cpu."""
     files = load(folder)
+    failed = exit_code is not None and exit_code != 0
     if not any(file["communicators"] for file in files):
+        if failed:
+            note = (f"zpp job report: none: the command {_how_it_ended(exit_code)}, and no "
+                    "process wrote zpp's statistics (a process writes them when it exits "
+                    "normally)")
+        else:
+            note = NO_COMMUNICATOR_CPU if cpu else NO_COMMUNICATOR
         return json.dumps({"processes": len(files), "communicators": 0,
-                           "note": NO_COMMUNICATOR}) if as_json else NO_COMMUNICATOR
+                           "note": note}) if as_json else note
     total = summarize(files)
+    if failed:
+        total["ended"] = (f"the command {_how_it_ended(exit_code)}: this report covers the "
+                          f"{len(files)} process(es) that wrote their statistics")
     return json.dumps(total, indent=1) if as_json else table(total)
 
 

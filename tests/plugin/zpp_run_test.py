@@ -115,6 +115,14 @@ class ZppRunTest(unittest.TestCase):
         self.assertIn("ZPP_HPZ=1  (preset zero++)\n", result.stdout)
         self.assertIn("command: false\n", result.stdout)
 
+    def test_dry_run_warns_of_names_and_values_zpp_rejects(self):
+        env = dict(os.environ, ZPP_QARR="1", ZPP_QAR="2")
+        result = subprocess.run([ZPP_RUN, "--lib", LIBRARY, "--dry-run", "--", "false"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"warning: ZPP_QAR=\"2\" is not a boolean")
+        self.assertRegex(result.stdout, r"warning: ZPP_QARR is not a variable zpp knows.*ZPP_QAR")
+
     def test_cpu_switch_makes_gloo_groups_on_zpp(self):
         program = ("import sys, torch, torch.distributed as dist\n"
                    "from torch.distributed import distributed_c10d as c10d\n"
