@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
+
+#include "transport/ucx_quiet_close.h"
 
 namespace zpp::transport {
 namespace {
@@ -229,10 +232,23 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
 UcpTransport::~UcpTransport() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!worker_) return;
-  // Healthy: flush, so that the last messages reach ranks still receiving them. Broken: a peer
-  // may be gone and never answer the flush; the bound is short, and the worker ends the rest.
-  CloseEndpoints(broken_.load() == ncclSuccess ? kCloseBound : kCancelBound);
+  const bool healthy = broken_.load() == ncclSuccess;
+  // Healthy: flush, so that the last messages reach ranks still receiving them; a peer that
+  // closed first (it completed every call too) fails the flush, which UCX would print as an
+  // ERROR at the end of a good job. Broken: a peer may be gone and never answer the flush; the
+  // bound is short, the worker ends the rest, and UCX says what it found.
+  std::optional<QuietCloseScope> quiet;
+  if (healthy) quiet.emplace();
+  CloseEndpoints(healthy ? kCloseBound : kCancelBound);
   for (void* request : note_sends_) ucp_request_free(request);
+  note_sends_.clear();
+  worker_.reset();  // within the scope: the worker ends the closes still pending
+  if (quiet && quiet->flush_errors() > 0) {
+    ZPP_INFO(kInit,
+             "UCP: rank %d closed; %d flush message(s) of UCX found a peer already closed (it "
+             "left first, after its last call) and were not printed",
+             rank_, quiet->flush_errors());
+  }
 }
 
 void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {

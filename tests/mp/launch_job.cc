@@ -17,12 +17,23 @@
 extern char** environ;
 
 namespace zpp::test {
+namespace {
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
 
 JobResult RunLauncher(const std::vector<std::string>& args,
                       const std::vector<std::pair<std::string, std::string>>& env,
                       double limit_seconds) {
   TempDir scratch;
   const std::string stderr_path = scratch.path() + "/stderr";
+  const std::string stdout_path = scratch.path() + "/stdout";
   std::vector<std::string> strings = {ZPP_LAUNCH_BINARY};
   strings.insert(strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -51,6 +62,8 @@ JobResult RunLauncher(const std::vector<std::string>& args,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   JobResult result;
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = -1;
@@ -77,10 +90,8 @@ JobResult RunLauncher(const std::vector<std::string>& args,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::ifstream in(stderr_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  result.stderr_text = text.str();
+  result.stderr_text = ReadText(stderr_path);
+  result.stdout_text = ReadText(stdout_path);
   return result;
 }
 

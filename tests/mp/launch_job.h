@@ -11,6 +11,7 @@ struct JobResult {
   int exit_code = -1;  // -1: it had to be killed at the limit
   double seconds = 0;
   std::string stderr_text;
+  std::string stdout_text;  // UCX logs here
 };
 
 // `args` follow the launcher's path; `env` (NAME, VALUE) is added to this environment. The job

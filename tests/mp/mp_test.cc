@@ -125,6 +125,31 @@ TEST(MultiProcessTest, KilledRankMakesSurvivorsFailAtOnce) {
   }
 }
 
+// A good job whose ranks but rank 0 leave without closing their transport; rank 0 closes 200 ms
+// later, over TCP as across machines (UCX_TLS=^cma, the torch backend's choice): UCX's flushes
+// to the ranks gone are not printed as errors (issue 46). Three jobs: before the fix, about 3 in
+// 4 such jobs printed them.
+TEST(MultiProcessTest, ClosingAfterThePeersLeftPrintsNoError) {
+  for (int job_number = 0; job_number < 3; ++job_number) {
+    TempDir dir;
+    const JobResult job = RunLauncher(
+        Worker({"-n", kRanks, "--grace", "30", "--timeout", "60"}, {"exit", dir.path(), "200"}),
+        {{"UCX_TLS", "^cma"}}, 90);
+    ASSERT_EQ(job.exit_code, 0) << job.stderr_text;
+    EXPECT_EQ(CountOf(job.stdout_text + job.stderr_text, "ERROR"), 0)
+        << job.stdout_text << job.stderr_text;
+    for (int r = 0; r < kMatrixRanks; ++r) {
+      std::ifstream in(RecordPath(dir.path(), "exit", r));
+      int result = -1;
+      double teardown_ms = 0;
+      in >> result >> teardown_ms;
+      ASSERT_TRUE(in) << "rank " << r << "\n" << job.stderr_text;
+      EXPECT_EQ(result, ncclSuccess) << "rank " << r;
+      EXPECT_LE(teardown_ms, 6000) << "rank " << r;  // the close's bound, 5 s, and slack
+    }
+  }
+}
+
 TEST(MultiProcessTest, RankWithDifferentSettingsFallsBackEverywhere) {
   TempDir dir;
   const JobResult job =

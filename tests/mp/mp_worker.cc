@@ -294,12 +294,49 @@ int Load(const sim::LaunchedJob& job, const std::string& dir, int64_t count) {
   return out && errors == 0 && wrong == 0 ? 0 : 1;
 }
 
+// A job that ends well, its ranks leaving without closing their transport (as an interpreter
+// that never destroys its process groups), but rank 0, which closes `late_ms` later: its flushes
+// find the peers gone. Rank 0 records how long its close took.
+int LeaveWithoutClosing(sim::LaunchedJob job, const std::string& dir, int late_ms) {
+  constexpr size_t kCount = 16384;
+  Result result = ncclSuccess;
+  {
+    std::unique_ptr<sim::SimWorld> world;
+    if (sim::WorldOf(job, sim::ClusterLayout::Uniform(2, 4), &world) != ncclSuccess) return 1;
+    world->RunRanks([&](sim::SimBackend& backend) {
+      engine::EngineOptions options;
+      StatsCounters stats;
+      engine::Engine engine(backend, sim::ShapeOf(world->layout()), options, stats);
+      std::unique_ptr<Stream> stream;
+      if (backend.CreateStream(&stream) != ncclSuccess) return;
+      std::vector<float> in(kCount, 1.0f), out(kCount * world->world_size());
+      for (int call = 0; call < 20 && result == ncclSuccess; ++call) {
+        result = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, *stream);
+        if (result == ncclSuccess) {
+          backend.Synchronize(*stream);
+          result = backend.AsyncError();
+        }
+      }
+    });
+  }
+  std::ofstream out(RecordPath(dir, "exit", job.rank));
+  if (job.rank != 0) {
+    out << static_cast<int>(result) << " 0" << std::endl;
+    std::_Exit(result == ncclSuccess ? 0 : 1);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+  const Clock::time_point teardown = Clock::now();
+  job.transport.reset();  // the last owner: endpoints, worker and context go here
+  out << static_cast<int>(result) << " " << MillisecondsSince(teardown) << "\n";
+  return out && result == ncclSuccess ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace zpp::test
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: zpp-mp-worker matrix|p2p|fault|mismatch|load DIR [ARG]\n");
+    std::fprintf(stderr, "usage: zpp-mp-worker matrix|p2p|fault|exit|mismatch|load DIR [ARG]\n");
     return 2;
   }
   const std::string scenario = argv[1], dir = argv[2];
@@ -310,6 +347,8 @@ int main(int argc, char** argv) {
   if (scenario == "fault" && argc > 3)
     return zpp::test::Fault(std::move(job), dir, std::atoi(argv[3]));
   if (scenario == "p2p") return zpp::test::PointToPoint(job, dir);
+  if (scenario == "exit" && argc > 3)
+    return zpp::test::LeaveWithoutClosing(std::move(job), dir, std::atoi(argv[3]));
   if (scenario == "mismatch") return zpp::test::Mismatch(job, dir);
   if (scenario == "load" && argc > 3) return zpp::test::Load(job, dir, std::atoll(argv[3]));
   std::fprintf(stderr, "zpp-mp-worker: unknown scenario '%s'\n", scenario.c_str());
