@@ -30,8 +30,10 @@ HINTS = {
         f"{n} of {calls} reduce-scatters use a reduction zpp does not take (sum, avg and "
         "pre-multiplied sum only)"),
     "topology": lambda n, calls, s: (
-        f"{n} of {calls} calls could not run hierarchically: one node, one rank per node, or "
-        "uneven nodes (ZPP_LOCAL_SIZE, ZPP_NODE_ID set the grouping)"),
+        f"{n} of {calls} calls could not run hierarchically: one rank per node, or uneven or "
+        "interleaved nodes (ZPP_LOCAL_SIZE, ZPP_NODE_ID set the grouping)"),
+    # Filled in by hint(): whether anything else compressed tells by design from a mistake.
+    "one-node": None,
     "one-rank": lambda n, calls, s: f"{n} of {calls} calls ran on one-rank communicators",
     "config-mismatch": lambda n, calls, s: (
         f"{n} of {calls} calls passed through because the ranks' ZPP_* settings differ (see the "
@@ -161,10 +163,22 @@ def hint(total):
     reason, count = max(total["pass_through"].items(), key=lambda item: item[1])
     if count * 2 < total["all_calls"]:
         return None
+    if reason == "one-node":
+        return _one_node_hint(count, total)
     text = HINTS.get(reason)
     if text is None:
         return f"{count} of {total['all_calls']} calls passed through ({reason})"
     return text(count, total["all_calls"], total["settings"])
+
+
+def _one_node_hint(count, total):
+    if any(total["calls"].values()):  # other communicators span nodes: inside one by design
+        return (f"{count} of {total['all_calls']} calls ran on communicators inside one node "
+                "(HSDP's shard groups, for one): nothing crosses a node there, so they are plain "
+                "by design")
+    return (f"{count} of {total['all_calls']} calls ran on communicators inside one node: zpp "
+            "saves only what crosses nodes; on one machine, ZPP_LOCAL_SIZE=2 makes its ranks "
+            "simulated nodes of 2 (docs/training.md)")
 
 
 def table(total):

@@ -44,8 +44,8 @@ typedef enum {
   zppReasonRedOp = 2,          /* not sum, avg or a pre-multiplied sum */
   zppReasonSmall = 3,          /* under ZPP_MIN_BYTES */
   zppReasonOneRank = 4,        /* communicator of one rank */
-  zppReasonTopology = 5,       /* uneven or interleaved nodes: no hierarchical plan; or one
-                                * node, where qwZ and qgZ save nothing (ZPP_LOSSY_ONE_NODE) */
+  zppReasonTopology = 5,       /* uneven or interleaved nodes, or one rank per node: no
+                                * hierarchical plan for a technique that needs one */
   zppReasonConfigMismatch = 6, /* ranks disagree on their zpp settings */
   zppReasonNonblocking = 7,    /* nonblocking communicator */
   zppReasonInternal = 8,       /* zpp could not prepare the call; NCCL ran it */
@@ -57,7 +57,10 @@ typedef enum {
   zppReasonPool = 13,          /* its staging does not fit the memory reserved at set-up
                                   (ZPP_POOL_MB), on every rank alike */
   zppReasonTuned = 14,         /* ZPP_TUNE=auto: NCCL is faster for this size on these links */
-  zppNumReasons = 15
+  zppReasonOneNode = 15,       /* a communicator inside one node (HSDP's shard groups, one
+                                * machine): nothing crosses a node, nothing to save there
+                                * (ZPP_LOSSY_ONE_NODE runs qwZ and qgZ anyway) */
+  zppNumReasons = 16
 } zppPassThroughReason_t;
 
 /* The link a byte crossed. */

@@ -29,7 +29,7 @@ std::vector<std::string> IdleRequestWarnings(const plan::Settings& settings,
           ? ": nothing crosses a node boundary, so it saves no inter-node byte and only adds "
             "error; it runs because ZPP_LOSSY_ONE_NODE=1"
           : ": nothing crosses a node boundary, so it would save no inter-node byte and only add "
-            "error; its calls pass through (reason topology; ZPP_LOSSY_ONE_NODE=1 runs it, for "
+            "error; its calls pass through (reason one-node; ZPP_LOSSY_ONE_NODE=1 runs it, for "
             "tests). It runs across nodes";
   if (settings.qgz && one_node) {
     warnings.push_back("ZPP_QGZ=1 is off on this communicator (" + where + ")" + one_node_off);
@@ -40,6 +40,16 @@ std::vector<std::string> IdleRequestWarnings(const plan::Settings& settings,
   }
   if (settings.qwz && one_node) {
     warnings.push_back("ZPP_QWZ=1 is off on this communicator (" + where + ")" + one_node_off);
+  }
+  // One rank on each of several nodes runs the flat all-reduce (plan::PlanAllReduce).
+  const bool one_per_node = !one_node && topology.num_ranks() == topology.num_nodes();
+  if (settings.qar && !topology.hierarchical_allowed() && !one_per_node) {
+    warnings.push_back("ZPP_QAR=1 is off on this communicator (" + where + ": " +
+                       topology.hierarchy_reason + "): its all-reduces pass through (reason " +
+                       (one_node ? "one-node" : "topology") + "); the compressed all-reduce " +
+                       (one_node
+                            ? std::string("saves only what crosses a node, and nothing does here")
+                            : kHierarchyNeeds + std::string(", or one rank on each node")));
   }
   return warnings;
 }

@@ -23,11 +23,17 @@ uint64_t PieceBytes(uint64_t count, ncclDataType_t dtype, int bits, int block) {
   return zppPieceBytes(count, dtype, bits, block);
 }
 
+// Why a technique that needs the node hierarchy has none here: a communicator inside one node
+// (by design, as HSDP's shard groups) or nodes the hierarchy cannot use.
+zppPassThroughReason_t NoHierarchy(const Shape& shape) {
+  return shape.nodes <= 1 ? zppReasonOneNode : zppReasonTopology;
+}
+
 Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, const HpzState& hpz,
                    uint64_t shard_bytes, uint64_t plain) {
   if (!s.qwz && !s.hpz) return PassThrough(zppReasonDisabled, plain);
   // One node: quantized weights would save no inter-node byte, only add error.
-  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);
+  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonOneNode, plain);
   const uint64_t remote_nodes = static_cast<uint64_t>(shape.nodes - 1);
   const uint64_t piece = PieceBytes(call.count, call.dtype, s.qwz_bits, s.block);
   Plan plan;
@@ -52,7 +58,7 @@ Plan PlanAllGather(const Call& call, const Shape& shape, const Settings& s, cons
     if (plan.off_node_bytes > plain) return PassThrough(zppReasonSmall, plain);
     return plan;
   }
-  if (!s.qwz) return PassThrough(zppReasonTopology, plain);  // hpZ alone needs the hierarchy
+  if (!s.qwz) return PassThrough(NoHierarchy(shape), plain);  // hpZ alone needs the hierarchy
   plan.kind = PlanKind::kQwzFlatAllGather;
   plan.bits_inter = s.qwz_bits;
   plan.bits_intra = s.qwz_bits;
@@ -68,7 +74,7 @@ Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, 
     return PassThrough(zppReasonRedOp, plain);
   }
   if (!s.qgz) return PassThrough(zppReasonDisabled, plain);
-  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);
+  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonOneNode, plain);
   Plan plan;
   plan.plain_off_node_bytes = plain;
   plan.block = s.block;
@@ -98,7 +104,7 @@ Plan PlanReduceScatter(const Call& call, const Shape& shape, const Settings& s, 
   // a tiny chunk can be smaller than its padded piece (the size's).
   if (plan.off_node_bytes > plain) {
     return PassThrough(
-        plan.kind == PlanKind::kQgzFlatReduceScatter ? zppReasonTopology : zppReasonSmall, plain);
+        plan.kind == PlanKind::kQgzFlatReduceScatter ? NoHierarchy(shape) : zppReasonSmall, plain);
   }
   return plan;
 }
@@ -115,7 +121,7 @@ Plan PlanAllReduce(const Call& call, const Shape& shape, const Settings& s, uint
   // One rank on each of several nodes (HSDP's replicate groups, one GPU per node): no intra-node
   // stage, and every rank is its own node.
   const bool one_per_node = shape.nodes > 1 && shape.world == shape.nodes;
-  if (!shape.hierarchical_allowed && !one_per_node) return PassThrough(zppReasonTopology, plain);
+  if (!shape.hierarchical_allowed && !one_per_node) return PassThrough(NoHierarchy(shape), plain);
   Plan plan;
   plan.kind = one_per_node ? PlanKind::kQarFlatAllReduce : PlanKind::kQarHierarchicalAllReduce;
   plan.plain_off_node_bytes = plain;

@@ -150,6 +150,8 @@ const char* PassThroughReasonName(int reason) {
       return "pool";
     case zppReasonTuned:
       return "tuned";
+    case zppReasonOneNode:
+      return "one-node";
     default:
       break;
   }

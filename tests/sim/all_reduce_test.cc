@@ -207,7 +207,7 @@ TEST(QarTest, PassThroughsAreExactWithTheirReason) {
   floor.min_bytes = 1 << 20;
   const std::vector<Case> cases = {
       {"off", ClusterLayout::Uniform(2, 2), off, 5000, zppReasonDisabled},
-      {"one node", ClusterLayout::Uniform(1, 4), Qar(8), 5000, zppReasonTopology},
+      {"one node", ClusterLayout::Uniform(1, 4), Qar(8), 5000, zppReasonOneNode},
       {"interleaved", interleaved, Qar(8), 5000, zppReasonTopology},
       {"under ZPP_MIN_BYTES", ClusterLayout::Uniform(2, 2), floor, 5000, zppReasonSmall},
       {"smaller than its pieces", ClusterLayout::Uniform(2, 2), Qar(8), 3, zppReasonSmall},

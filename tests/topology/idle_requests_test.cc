@@ -47,6 +47,18 @@ TEST(IdleRequestsTest, OneRankPerNodeLeavesHpzAndQgzLevelsIdleButQwzWorks) {
   EXPECT_THAT(lines[1], HasSubstr("ZPP_LOCAL_SIZE"));
 }
 
+// Issue 46: the compressed all-reduce asked for where it cannot run is a WARN too.
+TEST(IdleRequestsTest, QarOnOneNodeIsNamedAndOneRankPerNodeRunsIt) {
+  plan::Settings qar;
+  qar.qar = true;
+  const auto lines = engine::IdleRequestWarnings(qar, BuildTopology(Blocks(1, 4)));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("ZPP_QAR=1 is off on this communicator (4 ranks on 1 node(s)"));
+  EXPECT_THAT(lines[0], HasSubstr("(reason one-node)"));
+  EXPECT_TRUE(engine::IdleRequestWarnings(qar, BuildTopology(Blocks(4, 1))).empty());
+  EXPECT_TRUE(engine::IdleRequestWarnings(qar, BuildTopology(Blocks(2, 2))).empty());
+}
+
 TEST(IdleRequestsTest, NothingToSayWhereEveryTechniqueCanRunOrNoneIsAsked) {
   EXPECT_TRUE(engine::IdleRequestWarnings(ZeroPlusPlus(), BuildTopology(Blocks(2, 4))).empty());
   EXPECT_TRUE(engine::IdleRequestWarnings(plan::Settings{}, BuildTopology(Blocks(1, 4))).empty());

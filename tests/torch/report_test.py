@@ -6,6 +6,9 @@ with 4 CPU ranks (2 simulated nodes of 2) on the `zpp` backend, the zero++ prese
     on zpp's communicators;
   - all-reduces only (DDP's calls): with no switch the hint names --qar; after --preset zero++
     it names --qar alone; with --qar and its error feedback, qAR's feedback is named qAR's;
+  - HSDP with zero++ and --qar: its shard groups inside a node are plain by design, never "could
+    not run hierarchically"; --qar with every rank on one node: a WARN, and a hint to simulate
+    nodes;
   - a job stopped by Ctrl-C, and a script that does not exist: the report says how the command
     ended, never that zpp saw no communicator or that --cpu would help.
 
@@ -14,6 +17,7 @@ with 4 CPU ranks (2 simulated nodes of 2) on the `zpp` backend, the zero++ prese
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -64,17 +68,21 @@ def job_command(backend, count, flags=("--preset", "zero++"), collectives="gathe
                              collectives])
 
 
-def job_env(extra_env=None):
+def job_env(extra_env=None, one_node=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZPP_")}
-    env.update(ZPP_LOCAL_SIZE="2", OMP_NUM_THREADS="1", **(extra_env or {}))
+    env.update(OMP_NUM_THREADS="1", **(extra_env or {}))
+    if not one_node:
+        env["ZPP_LOCAL_SIZE"] = "2"
     return env
 
 
-def run_job(backend, count, cpu_switch=False, extra_env=None, expect_exit=0, **command):
+def run_job(backend, count, cpu_switch=False, extra_env=None, expect_exit=0, one_node=False,
+            **command):
     if cpu_switch:
         command["flags"] = list(command.get("flags", ("--preset", "zero++"))) + ["--cpu"]
-    result = subprocess.run(job_command(backend, count, **command), env=job_env(extra_env),
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(job_command(backend, count, **command),
+                            env=job_env(extra_env, one_node), capture_output=True, text=True,
+                            timeout=300)
     if (result.returncode == 0) != (expect_exit == 0):
         raise AssertionError(f"{backend} {count}: exit {result.returncode}\n"
                              f"{result.stderr[-4000:]}")
@@ -150,6 +158,7 @@ def main():
                          "hpZ (hierarchical all-gather)", "qgZ (quantized reduce-scatter)"],
               "a gloo script under --cpu")
     check_all_reduce_hints()
+    check_one_node_hints()
     check_ended_jobs()
     print(f"report test: every report held (zero++ sent {share:.3f} of plain's bytes)")
     return 0
@@ -169,6 +178,29 @@ def check_all_reduce_hints():
     expect_in(qar, ["qAR (compressed all-reduce)", f"qAR error feedback: {calls} calls kept"],
               "DDP under --qar=4 with feedback")
     expect_not_in(qar, ["qgZ error feedback", "hint:"], "DDP under --qar=4 with feedback")
+
+
+def check_one_node_hints():
+    """HSDP over 2 nodes of 2 (zero++ and --qar): its shard groups lie inside a node by design;
+    the same all-reduces with every rank on one node: --qar cannot run, said by a WARN."""
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    command = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--lib", build_library(),
+               "--cpu", "--preset", "zero++", "--qar", "--stats", "--", torchrun, "--standalone",
+               f"--nproc-per-node={RANKS}", os.path.join(ROOT, "bench", "fsdp", "train_fsdp2.py"),
+               "--device", "cpu", "--backend", "gloo", "--parallel", "hsdp", "--steps", "2",
+               "--warmup", "1"]
+    with tempfile.TemporaryDirectory() as folder:  # the script writes its CSV where it runs
+        hsdp = subprocess.run(command, env=job_env({"ZPP_MIN_BYTES": "0"}), cwd=folder,
+                              capture_output=True, text=True, timeout=300)
+    if hsdp.returncode != 0:
+        raise AssertionError(f"HSDP: exit {hsdp.returncode}\n{hsdp.stderr[-4000:]}")
+    expect_in(hsdp.stderr, ["qAR (compressed all-reduce)"], "HSDP with zero++ and --qar")
+    expect_not_in(hsdp.stderr, ["could not run hierarchically"], "HSDP with zero++ and --qar")
+    if "hint:" in hsdp.stderr:
+        expect_in(hsdp.stderr, ["inside one node", "by design"], "HSDP with zero++ and --qar")
+    one_node = run_job("zpp", 1 << 19, flags=("--qar",), collectives="all-reduce", one_node=True)
+    expect_in(one_node, ["WARN ZPP_QAR=1 is off on this communicator (4 ranks on 1 node(s)",
+                         "inside one node", "ZPP_LOCAL_SIZE=2"], "--qar on one node")
 
 
 def check_ended_jobs():

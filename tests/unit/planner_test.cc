@@ -129,7 +129,7 @@ TEST(PlannerTest, ReduceScatterChoices) {
 TEST(PlannerTest, OneNodeRunsNoLossyTechniqueUnlessForced) {
   Settings all = ZeroPlusPlus();
   for (const Call& call : {AllGather(kMiB), ReduceScatter(kMiB)}) {
-    EXPECT_EQ(MakePlan(call, MakeShape(1, 8), all, {}).reason, zppReasonTopology);
+    EXPECT_EQ(MakePlan(call, MakeShape(1, 8), all, {}).reason, zppReasonOneNode);
     EXPECT_EQ(MakePlan(call, MakeShape(1, 8), all, {}).kind, PlanKind::kPassThrough);
   }
   all.lossy_on_one_node = true;

@@ -7,7 +7,7 @@ class Stats(ctypes.Structure):
     _fields_ = [
         ("calls", ctypes.c_uint64 * 5),
         ("input_bytes", ctypes.c_uint64 * 5),
-        ("passthrough", ctypes.c_uint64 * 15),
+        ("passthrough", ctypes.c_uint64 * 16),
         ("sent_bytes", ctypes.c_uint64 * 3),
         ("hpz_hits", ctypes.c_uint64),
         ("hpz_misses", ctypes.c_uint64),
