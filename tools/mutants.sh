@@ -613,7 +613,7 @@ mutant qar-ef-residual-of-its-own-stage src/engine/all_reduce_plans.cc \
   'residuals.first(residual_piece)' \
   "zpp_sim_all_reduce_tests=AllReduceFeedbackTest.*"
 mutant plan-lossy-off-on-one-node src/plan/planner.cc \
-  '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonTopology, plain);' \
+  '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonOneNode, plain);' \
   '' \
   "zpp_unit_tests=Planner* zpp_sim_pool_tests=PoolReservation*"
 # Issue 29, item 1: the progress line comes from rank 0 of the largest communicator only.
