@@ -60,7 +60,7 @@ echo "== zpp-bench: plain NCCL, qwZ, qwZ+hpZ, qgZ and all three on the simulated
 echo "   (below ZPP_MIN_BYTES, 1 MiB by default, zpp passes calls through to plain NCCL)"
 "$bench" "${cluster[@]}" "${sweep[@]}" --modes plain,qwz,qwz+hpz,qgz,qwz+hpz+qgz \
   "${steps[@]}" --step-configs plain,qwz8,qwz8+hpz,qgz8/4,zero++ \
-  --json "$out/zpp-bench.json" | tee "$out/zpp-bench.txt"
+  --json "$out/zpp-bench.json" | tee "$out/zpp-bench.txt" | sed '/^== summary/,$d'
 
 echo
 echo "== error against bit width (qwZ weights int8/int4; qgZ gradients intra/inter bits)"
@@ -89,5 +89,6 @@ echo "== projection to 48 nodes x 8 GPUs at 100 Gbit/s per node (cost model, NOT
   --step-model 7B
 
 echo
-echo "demo: done in ${SECONDS} s; results in $out (zpp-bench.json, bits.json, *.png)"
+echo "demo: its runs took ${SECONDS} s (the build before them not counted); results in $out"
+echo "      (zpp-bench.json, bits.json, *.png)"
 sed -n '/^== summary/,$p' "$out/zpp-bench.txt"

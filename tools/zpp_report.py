@@ -199,7 +199,7 @@ def table(total):
     if share is not None:
         lines.append(f"  bytes sent off the nodes: {total['off_node_bytes']}; plain (NCCL's ring) "
                      f"for the same calls: {total['plain_off_node_bytes']}; {share:.3f} of plain, "
-                     f"{100 * (1 - share):.1f}% saved")
+                     f"{round(100 * (1 - share), 1) + 0.0:.1f}% saved")  # never -0.0
     if total["hpz_hits"] + total["hpz_misses"] + total["hpz_verify_failures"]:
         lines.append(f"  hpZ: {total['hpz_hits']} hits, {total['hpz_misses']} misses, "
                      f"{total['hpz_verify_failures']} verification failures")

@@ -1,5 +1,6 @@
 #include "bench/zpp_bench/table.h"
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -60,8 +61,11 @@ std::string StepTableRow(const step::StepFigures& f) {
 }
 
 std::string StepSummaryLine(const step::StepFigures& f, double plain_relative_volume) {
+  // Rounded as printed, and + 0.0: plain against itself shows 0.0, never -0.0.
   const double saved =
-      plain_relative_volume > 0 ? 100 * (1 - f.relative_volume / plain_relative_volume) : 0;
+      plain_relative_volume > 0
+          ? std::round(1000 * (1 - f.relative_volume / plain_relative_volume)) / 10 + 0.0
+          : 0;
   return Format(
       "%-18s inter-node volume %.3f of plain's %.3f per step (%5.1f%% saved); rel. L2 error: "
       "weights %.2f%%, gradients %.2f%%\n",

@@ -23,7 +23,8 @@ if python3 -c "import matplotlib" 2>/dev/null || /usr/bin/python3 -c "import mat
     grep -q "plot: $out/$png.png" "$log" || fail "the demo does not say where $png.png is"
   done
 fi
-# The last lines: one per mode, each with the volume saved and the error.
+# The last lines: one per mode, each with the volume saved and the error, said once.
+(($(grep -c "^== summary" "$log") == 1)) || fail "the summary is not printed exactly once"
 summary=$(tail -5 "$log")
 for mode in plain qwz8 qwz8+hpz qgz8/4 zero++; do
   grep -qE "^${mode//+/\\+} +inter-node volume [0-9.]+ of plain's 3.000 per step \( *[0-9.]+% saved\); rel. L2 error: weights [0-9.]+%, gradients [0-9.]+%$" \
