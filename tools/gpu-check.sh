@@ -299,12 +299,16 @@ if want plugin; then
 import json, os, sys
 path = sys.argv[1]
 rows = [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
-ok = sum(r["ok"] for r in rows)
+# A check whose entry points this NCCL lacks ran nothing: counted apart, never as passed.
+skipped = [r for r in rows if r.get("not_run")]
+ok = sum(r["ok"] for r in rows if not r.get("not_run"))
 calls = sum(r.get("zpp_calls", 0) for r in rows)
 worst = max((r.get("rel_l2_err", 0) for r in rows), default=0)
 bad = [f'{r.get("case")}/{r.get("op","")}/{r.get("dtype","")}/{r.get("count","")}' for r in rows if not r["ok"]]
-note = "; ".join(filter(None, [sys.argv[3], ("failed: " + ", ".join(bad[:6])) if bad else ""]))
-print(f"| {sys.argv[2]} | {len(rows)} | {ok} | {calls} | {worst:.4g} | {note} |")
+why = sorted({f'{r.get("case")}: {r["not_run"].strip("; ")}' for r in skipped})
+note = "; ".join(filter(None, [sys.argv[3], ("failed: " + ", ".join(bad[:6])) if bad else "",
+                               (f"{len(skipped)} not run ({'; '.join(why)})") if skipped else ""]))
+print(f"| {sys.argv[2]} | {len(rows) - len(skipped)} | {ok} | {calls} | {worst:.4g} | {note} |")
 PY
     if [[ "$mode" != nccl ]] && ! grep -q '"zpp_calls": *[1-9]' "$work/$mode.jsonl" 2>/dev/null; then
       failures=$((failures + 1)); note "- $mode: zpp took no call (is libzpp.so preloaded?)"
