@@ -65,6 +65,8 @@ convergence: build torch
 	  $${plot_python:-python3} bench/convergence/run.py --python "$$(bash tools/install-torch.sh)" \
 	    --build build --frameworks $(FRAMEWORK) \
 	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme docs/benchmarks.md)
+	@$(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),cp build/convergence/summary.json \
+	    bench/results/convergence_cpu_summary.json && python3 tools/results_tables.py)
 
 # Real time on links of known speed (root: network namespaces; tools/netbed): FSDP2 and
 # DeepSpeed ZeRO-3 on 2 nodes x 2 CPU ranks at 50, 200, 1000 and 10000 Mbit/s, gloo and every
@@ -81,6 +83,7 @@ netbench: build torch
 	    --build build --frameworks $(FRAMEWORK) --results bench/results \
 	    $(if $(filter fsdp2$(comma)deepspeed,$(FRAMEWORK)),--readme docs/benchmarks.md) \
 	    $(NETBENCH_FLAGS)
+	@python3 tools/results_tables.py
 
 # The host code under AddressSanitizer+UBSan and under ThreadSanitizer (CUDA off: host only).
 asan: deps

@@ -7,7 +7,9 @@ Checked in README.md and docs/**/*.md:
   - every `make <target>` in code is a target of the Makefile;
   - every repository path in code or in a link (src/..., tools/..., docs/..., README.md, ...)
     exists; globs must match something; build outputs (build/...) are not checked;
-  - nothing points outside the repository (a user who clones it has nothing beside it).
+  - nothing points outside the repository (a user who clones it has nothing beside it);
+  - every result table between markers shows what its files under bench/results/ make
+    (tools/results_tables.py), where the tree has those files.
 
   tools/check_docs.py [--root DIR]   check the docs (default: this repository)
   tools/check_docs.py --self-test    plant one mistake of each kind, expect each reported
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 
+import results_tables
 import tree_check
 
 PATH_ROOTS = ("src/", "include/", "kernels/", "plugin/", "tools/", "bench/", "tests/", "docs/",
@@ -153,6 +156,8 @@ def check(root):
                 problems.append(f"{where(target)}: the link {target} leaves the repository")
             elif not os.path.exists(resolved):
                 problems.append(f"{where(target)}: the link {target} leads nowhere")
+    if os.path.isdir(os.path.join(root, "bench", "results")):
+        problems += results_tables.check(root)
     return sorted(set(problems))
 
 

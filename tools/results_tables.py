@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The result tables the README and docs/benchmarks.md show, written from the files under
+bench/results/ (issue 46). Each table sits in its page between `<!-- NAME:begin (...) -->` and
+`<!-- NAME:end -->`; its text is what the renderer below makes of its result files, so a figure
+in a table is never typed by hand. `make convergence` and `make netbench` rewrite their own
+tables in docs/benchmarks.md from a fresh run (`--readme`); this tool rewrites or checks all of
+them from the files already recorded.
+
+    tools/results_tables.py [--root DIR]            rewrite every table from its files
+    tools/results_tables.py --check [--root DIR]    exit 1 naming each table its files disagree with
+    tools/results_tables.py --self-test             plant a stale figure, expect it reported
+
+tools/check_docs.py runs the check too, so `make test` fails on a hand-edited figure.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _module(root, name, relative):
+    """A harness's module by path: both harnesses are called run.py."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(root, relative))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results(root, name):
+    with open(os.path.join(root, "bench", "results", name)) as source:
+        return json.load(source)
+
+
+def convergence_table(root):
+    harness = _module(root, "convergence_harness", "bench/convergence/run.py")
+    return harness.table(_results(root, "convergence_cpu_summary.json"))
+
+
+def netbench_table(root):
+    harness = _module(root, "netbench_harness", "bench/netbench/run.py")
+    return harness.table(_results(root, "netbench_cpu.json"))
+
+
+# The README's step times: per framework and link, the median step of each mode side by side.
+README_FRAMEWORKS = (("fsdp2", "FSDP2", "netbench_cpu.json"),
+                     ("deepspeed", "DeepSpeed", "netbench_cpu.json"),
+                     ("ddp", "DDP", "netbench_replicated_cpu.json"))
+README_RATES = ((50, "50 Mbit/s"), (1000, "1 Gbit/s"))
+README_MODES = (("gloo", "gloo"), ("plain", "zpp plain"), ("zero++", "zero++"), ("ar8", "`ar8`"),
+                ("ar4+ef", "`ar4+ef`"))
+
+
+def readme_step_times(root):
+    times = {}
+    for framework, _, name in README_FRAMEWORKS:
+        for run in _results(root, name)["runs"]:
+            if run["framework"] == framework:
+                times[(framework, run["rate_mbit"], run["mode"])] = run["median_step_s"]
+    lines = ["| framework | link | " + " | ".join(label for _, label in README_MODES) + " |",
+             "|---|---|" + "---:|" * len(README_MODES)]
+    for framework, label, _ in README_FRAMEWORKS:
+        for rate, link in README_RATES:
+            cells = [f"{times[(framework, rate, mode)]:.3f} s"
+                     if (framework, rate, mode) in times else "" for mode, _ in README_MODES]
+            lines.append(f"| {label} | {link} |" + "".join(f" {cell} |" if cell else " |"
+                                                            for cell in cells))
+    return "\n".join(lines) + "\n"
+
+
+# (page, marker, what rewrites it after a run, renderer)
+TABLES = (
+    ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
+    ("docs/benchmarks.md", "netbench-table", "make netbench", netbench_table),
+    ("README.md", "step-time-table", "tools/results_tables.py", readme_step_times),
+)
+
+
+def _block(marker):
+    return re.compile(r"(<!-- " + re.escape(marker) + r":begin[^\n]*-->\n)(.*?)(<!-- " +
+                      re.escape(marker) + r":end -->)", re.S)
+
+
+def check(root):
+    """One line per table whose page text differs from what its files make (empty: none)."""
+    problems = []
+    for page, marker, target, render in TABLES:
+        with open(os.path.join(root, page)) as source:
+            found = _block(marker).search(source.read())
+        if found is None:
+            problems.append(f"{page}: no <!-- {marker}:begin ... --> ... <!-- {marker}:end --> "
+                            "markers")
+            continue
+        expected = render(root).splitlines()
+        shown = found.group(2).splitlines()
+        for number, (want, have) in enumerate(zip(expected, shown), start=1):
+            if want != have:
+                problems.append(f"{page}: table {marker}, row {number}: shows {have!r}, its files "
+                                f"say {want!r} (rewrite it: tools/results_tables.py)")
+                break
+        else:
+            if len(expected) != len(shown):
+                problems.append(f"{page}: table {marker} has {len(shown)} rows, its files make "
+                                f"{len(expected)} (rewrite it: tools/results_tables.py)")
+    return problems
+
+
+def write(root):
+    for page, marker, target, render in TABLES:
+        path = os.path.join(root, page)
+        with open(path) as source:
+            text = source.read()
+        block = _block(marker)
+        if block.search(text) is None:
+            raise SystemExit(f"results_tables: {page} has no <!-- {marker}:begin --> markers")
+        table = render(root)
+        text = block.sub(lambda m: f"<!-- {marker}:begin ({target}) -->\n{table}{m.group(3)}",
+                         text)
+        with open(path, "w") as out:
+            out.write(text)
+        print(f"results_tables: {page}: {marker} written")
+
+
+def self_test():
+    with tempfile.TemporaryDirectory() as scratch:
+        for part in ("README.md", "docs", "bench", "tools"):
+            source = os.path.join(ROOT, part)
+            copy = shutil.copytree if os.path.isdir(source) else shutil.copy
+            copy(source, os.path.join(scratch, part))
+        if check(scratch):
+            raise SystemExit("self-test: the tables disagree with their files before planting")
+        readme = os.path.join(scratch, "README.md")
+        with open(readme) as source:
+            text = source.read()
+        row = readme_step_times(scratch).splitlines()[2]
+        stale = re.sub(r"(\d)\.(\d{3}) s", lambda m: f"{m.group(1)}.{(int(m.group(2)) + 1) % 1000:03d} s",
+                       row, count=1)
+        with open(readme, "w") as out:
+            out.write(text.replace(row, stale, 1))
+        problems = check(scratch)
+        if not any("step-time-table" in problem and "row 3" in problem for problem in problems):
+            raise SystemExit(f"self-test: a stale figure ({stale}) was not reported: {problems}")
+    print("self-test: a stale figure in the README's step times was reported")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=ROOT)
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.check:
+        write(args.root)
+        return 0
+    problems = check(args.root)
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} table(s) disagree with their files" if problems else
+          f"every result table matches its files: {len(TABLES)} tables")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
