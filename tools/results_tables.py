@@ -74,10 +74,32 @@ def readme_step_times(root):
     return "\n".join(lines) + "\n"
 
 
+# The README's bytes and losses at 100 steps: per mode, each framework's inter-node bytes against
+# plain's and its final loss against plain's at the same seed (make convergence's summary).
+README_CONVERGENCE_MODES = (("qwz8", "qwZ int8"), ("hpz", "hpZ"), ("qgz8/4", "qgZ 8/4"),
+                            ("zero++", "zero++ (all three)"), ("int4", "int4 everywhere"))
+
+
+def readme_bytes_and_losses(root):
+    summary = _results(root, "convergence_cpu_summary.json")
+    entries = {(e["framework"], e["mode"]): e for e in summary["modes"] if "delta_pct" in e}
+    lines = ["| mode | FSDP2 bytes | FSDP2 loss | DeepSpeed bytes | DeepSpeed loss |",
+             "|---|---:|---:|---:|---:|"]
+    for mode, label in README_CONVERGENCE_MODES:
+        cells = []
+        for framework in ("fsdp2", "deepspeed"):
+            entry = entries.get((framework, mode))
+            cells += ([f"{entry['inter_node_vs_plain']:.3f}", f"{entry['delta_pct']:+.3f}%"]
+                      if entry else ["", ""])
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 # (page, marker, what rewrites it after a run, renderer)
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
     ("docs/benchmarks.md", "netbench-table", "make netbench", netbench_table),
+    ("README.md", "bytes-loss-table", "tools/results_tables.py", readme_bytes_and_losses),
     ("README.md", "step-time-table", "tools/results_tables.py", readme_step_times),
 )
 
