@@ -14,3 +14,25 @@ def final_loss(losses):
 def relative_pct(value, reference):
     """How far `value` is from `reference`, in percent of the reference."""
     return 100.0 * (value - reference) / reference
+
+
+def paired_verdict(differences_pct, at_most_pct=0.1):
+    """A lossy mode against plain by paired seeds: `differences_pct` holds, per seed, the mode's
+    final loss against plain's at the same seed (relative_pct). "no worse than plain" when their
+    mean over at least 3 seeds is at most +0.1% or within two standard errors of zero (a lower
+    loss is never a failure); "worse" otherwise; "too few seeds" under 3."""
+    values = list(differences_pct)
+    count = len(values)
+    mean = sum(values) / count if count else float("nan")
+    if count > 1:
+        variance = sum((value - mean) ** 2 for value in values) / (count - 1)
+        error = (variance / count) ** 0.5
+    else:
+        error = float("inf")
+    if count < 3:
+        verdict = "too few seeds"
+    elif mean <= at_most_pct or abs(mean) <= 2 * error:
+        verdict = "no worse than plain"
+    else:
+        verdict = "worse"
+    return {"seeds": count, "mean_pct": mean, "standard_error_pct": error, "verdict": verdict}

@@ -117,9 +117,10 @@ MODES = {
                    {"ZPP_QWZ_DELTA": "1", "ZPP_QWZ_DELTA_BITS": "2", "ZPP_QGZ_BITS_INTRA": "8",
                     "ZPP_QGZ_BITS_INTER": "2", "ZPP_QGZ_EF": "1"}),
 }
-# Plain again with other seeds (--plain-seeds): the spread of plain's final loss, next to which
-# every mode's difference from plain is read. Their runs are named plain@seed<k>.
-SEED_RUN = "plain@seed"
+# Runs at other seeds: plain alone (--plain-seeds: the spread of plain's final loss), or every
+# mode (--seeds: paired against plain at the same seed, docs/benchmarks.md "Quantities"). A run
+# at seed 1234 + k is named <mode>@seed<k>.
+SEED_SUFFIX = "@seed"
 # DeepSpeed's own techniques, without zpp (LOCAL: ranks per simulated node): train_zero3.py
 # flags per device; on the CPU, over gloo with the bytes counted.
 DEEPSPEED_OWN = {
@@ -177,6 +178,10 @@ def parse(argv):
                         f"{', '.join(list(REPLICATED_MODES) + list(HOOKS))} (powersgd: ddp only); "
                         "default: every mode of each framework")
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="every zpp mode (and plain) with seeds 1234, 1235, ...: each mode's "
+                        "final loss against plain's at the same seed, and the paired verdict "
+                        "(summary.json's paired)")
     parser.add_argument("--plain-seeds", type=int, default=1,
                         help="runs of plain with seeds 1234, 1235, ... (the spread of plain's "
                         "final loss: summary.json's plain_seed_losses)")
@@ -220,8 +225,19 @@ def slug(mode):
 
 
 def base_mode(mode):
-    """The MODES entry a run is of: plain@seed<k> is plain."""
-    return "plain" if mode.startswith(SEED_RUN) else mode
+    """The MODES entry a run is of: zero++@seed<k> is zero++."""
+    return mode.split(SEED_SUFFIX)[0]
+
+
+def seed_of(mode):
+    """k of a run at seed 1234 + k (0: the default seed)."""
+    return int(mode.split(SEED_SUFFIX)[1]) if SEED_SUFFIX in mode else 0
+
+
+def with_seeds(args, mode):
+    """A mode's runs: itself, then its other seeds."""
+    seeds = max(args.seeds, args.plain_seeds) if mode == "plain" else args.seeds
+    return [(mode, True)] + [(f"{mode}{SEED_SUFFIX}{k}", True) for k in range(1, seeds)]
 
 
 def runs_of(args, framework):
@@ -232,16 +248,12 @@ def runs_of(args, framework):
     for mode in modes_of(args, framework):
         if replicated:
             if mode in REPLICATED_MODES:
-                runs.append((mode, True))
-                if mode == "plain":
-                    runs += [(f"{SEED_RUN}{k}", True) for k in range(1, args.plain_seeds)]
+                runs += with_seeds(args, mode)
             elif mode in HOOKS and framework == "ddp" and args.device == "cpu":
                 runs.append((mode, True))  # over gloo with the bytes counted: CPU ranks only
             continue
         if mode in MODES:
-            runs.append((mode, True))
-            if mode == "plain":
-                runs += [(f"{SEED_RUN}{k}", True) for k in range(1, args.plain_seeds)]
+            runs += with_seeds(args, mode)
         elif framework == "deepspeed":
             runs.append((mode, args.device in DEEPSPEED_OWN[mode]))
     return runs
@@ -259,8 +271,8 @@ def run_one(args, framework, mode):
                 str(args.steps), "--csv", csv_path] + PARALLEL.get(framework, []) + args.train_args
     if args.device == "cuda":
         torchrun.append("--one-gpu")
-    if mode.startswith(SEED_RUN):
-        torchrun += ["--seed", str(DEFAULT_SEED + int(mode[len(SEED_RUN):]))]
+    if seed_of(mode):
+        torchrun += ["--seed", str(DEFAULT_SEED + seed_of(mode))]
     env = {k: v for k, v in os.environ.items() if k not in ZPP_VARIABLES}
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(args.build, "python")] + [p for p in env.get("PYTHONPATH", "").split(
@@ -536,6 +548,47 @@ def checks(summary):
     return failures
 
 
+def compare_with_plain(summary, framework, ran):
+    """Each run against plain at its own seed (its default seed's plain where plain ran at no
+    other); plain's spread over its seeds; and, per mode run at several seeds, the paired
+    verdict (quantities.paired_verdict)."""
+    plains = {seed_of(e["mode"]): e for e in ran if base_mode(e["mode"]) == "plain"}
+    seeds = [e["final_loss"] for e in plains.values()]
+    if len(seeds) > 1:
+        summary.setdefault("plain_seed_losses", {})[framework] = seeds
+    differences = {}
+    for entry in ran:
+        base = plains.get(seed_of(entry["mode"]), plains.get(0))
+        entry["delta_pct"] = (quantities.relative_pct(entry["final_loss"], base["final_loss"])
+                              if base else 0.0)
+        if len(seeds) > 1:
+            entry["within_plain_seed_spread"] = min(seeds) <= entry["final_loss"] <= max(seeds)
+        if base and "inter_node_bytes_per_step" in entry and base["inter_node_bytes_per_step"]:
+            entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
+                                            base["inter_node_bytes_per_step"])
+        mode = base_mode(entry["mode"])
+        if mode != "plain" and seed_of(entry["mode"]) in plains:
+            differences.setdefault(mode, []).append(entry["delta_pct"])
+    paired = {mode: quantities.paired_verdict(values) for mode, values in differences.items()
+              if len(values) > 1}
+    if paired:
+        summary.setdefault("paired", {})[framework] = paired
+
+
+def paired_table(summary):
+    """The paired-seed verdicts, where some mode ran at several seeds (else empty)."""
+    rows = [(framework, mode, figures) for framework, modes in summary.get("paired", {}).items()
+            for mode, figures in modes.items()]
+    if not rows:
+        return ""
+    lines = ["", "| framework | mode | seeds | mean of (mode - plain) / plain at each seed | "
+             "standard error | verdict |", "|---|---|---:|---:|---:|---|"]
+    for framework, mode, f in rows:
+        lines.append(f"| {framework} | {mode} | {f['seeds']} | {f['mean_pct']:+.3f}% | "
+                     f"{f['standard_error_pct']:.3f}% | {f['verdict']} |")
+    return "\n".join(lines) + "\n"
+
+
 def run_framework(args, framework, summary, index, count):
     """Every run of one framework, into `summary`; returns (curves, next index)."""
     reference_mode = REFERENCE[args.device]
@@ -579,18 +632,7 @@ def run_framework(args, framework, summary, index, count):
 
     plain = curves.get("plain")
     ran = [e for e in summary["modes"] if e["framework"] == framework and not e.get("waits")]
-    base = next((e for e in ran if e["mode"] == "plain"), None)
-    seeds = [e["final_loss"] for e in ran if base_mode(e["mode"]) == "plain"]
-    if len(seeds) > 1:
-        summary.setdefault("plain_seed_losses", {})[framework] = seeds
-    for entry in ran:
-        entry["delta_pct"] = (100 * (entry["final_loss"] - base["final_loss"]) /
-                              base["final_loss"]) if base else 0.0
-        if len(seeds) > 1:
-            entry["within_plain_seed_spread"] = min(seeds) <= entry["final_loss"] <= max(seeds)
-        if base and "inter_node_bytes_per_step" in entry and base["inter_node_bytes_per_step"]:
-            entry["inter_node_vs_plain"] = (entry["inter_node_bytes_per_step"] /
-                                            base["inter_node_bytes_per_step"])
+    compare_with_plain(summary, framework, ran)
     reference = summary["references"].get(framework)
     if reference is not None and plain is not None:
         first = min(FIRST_STEPS, len(plain), len(reference_rows))
@@ -622,7 +664,7 @@ def main(argv):
     for framework in args.frameworks:
         index = run_framework(args, framework, summary, index, count)
     summary["wall_seconds"] = time.monotonic() - started
-    text = table(summary)
+    text = table(summary) + paired_table(summary)
     for framework, seeds in summary.get("plain_seed_losses", {}).items():
         spread = 100 * (max(seeds) - min(seeds)) / min(seeds)
         text += (f"\n{framework}: plain's final loss over {len(seeds)} seeds: "

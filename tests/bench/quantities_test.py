@@ -1,0 +1,55 @@
+"""bench/quantities.py's definitions and the convergence harness's pairing by seed (issue 46):
+each run against plain at its own seed, and the verdict over the seeds."""
+import importlib.util
+import os
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import quantities  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "convergence_harness", os.path.join(ROOT, "bench", "convergence", "run.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+
+
+class QuantitiesTest(unittest.TestCase):
+    def test_final_loss_is_the_mean_of_the_last_tenth(self):
+        self.assertEqual(quantities.final_loss(range(100)), 94.5)
+        self.assertEqual(quantities.final_loss([3.0, 2.0]), 2.0)  # at least the last step
+        with self.assertRaises(ValueError):
+            quantities.final_loss([])
+
+    def test_verdicts(self):
+        verdict = lambda values: quantities.paired_verdict(values)["verdict"]  # noqa: E731
+        self.assertEqual(verdict([0.2, 0.25, 0.3]), "worse")  # above +0.1%, far from zero
+        self.assertEqual(verdict([0.05, 0.08, 0.1]), "no worse than plain")  # at most +0.1%
+        self.assertEqual(verdict([0.5, -0.3, 0.4]), "no worse than plain")  # within 2 SE of 0
+        self.assertEqual(verdict([-0.5, -0.1, -0.3]), "no worse than plain")  # lower is fine
+        self.assertEqual(verdict([0.01, 0.02]), "too few seeds")
+
+
+class PairingTest(unittest.TestCase):
+    def test_each_seed_against_plain_at_the_same_seed(self):
+        losses = {"plain": 2.0, "plain@seed1": 3.0, "plain@seed2": 4.0,
+                  "zero++": 2.02, "zero++@seed1": 3.03, "zero++@seed2": 4.04, "hpz": 2.0}
+        ran = [{"mode": mode, "framework": "fsdp2", "final_loss": loss}
+               for mode, loss in losses.items()]
+        summary = {}
+        harness.compare_with_plain(summary, "fsdp2", ran)
+        deltas = {entry["mode"]: round(entry["delta_pct"], 9) for entry in ran}
+        self.assertEqual(deltas["zero++@seed1"], 1.0)
+        self.assertEqual(deltas["zero++@seed2"], 1.0)
+        self.assertEqual(deltas["hpz"], 0.0)
+        paired = summary["paired"]["fsdp2"]
+        self.assertEqual(list(paired), ["zero++"])  # hpz ran at one seed only
+        self.assertEqual(paired["zero++"]["seeds"], 3)
+        self.assertAlmostEqual(paired["zero++"]["mean_pct"], 1.0)
+        self.assertEqual(paired["zero++"]["verdict"], "worse")
+        self.assertEqual(summary["plain_seed_losses"]["fsdp2"], [2.0, 3.0, 4.0])
+
+
+if __name__ == "__main__":
+    unittest.main()
