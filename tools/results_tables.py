@@ -40,7 +40,7 @@ def _results(root, name):
 
 def convergence_table(root):
     harness = _module(root, "convergence_harness", "bench/convergence/run.py")
-    return harness.table(_results(root, "convergence_cpu_summary.json"))
+    return harness.report_text(_results(root, "convergence_cpu_summary.json"))
 
 
 def netbench_table(root):

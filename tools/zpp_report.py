@@ -50,11 +50,14 @@ def _on(settings, name):
 
 
 def _switches_off(settings):
-    """The switches this job left off, each with the calls it would take."""
+    """The switches this job left off, each with the collectives it would take."""
     off = []
-    if not any(_on(settings, name) for name in ("ZPP_QWZ", "ZPP_HPZ", "ZPP_QGZ")):
-        off.append("ZPP_QWZ, ZPP_HPZ and ZPP_QGZ take all-gathers and reduce-scatters (FSDP, "
-                   "ZeRO-3: zpp-run --preset zero++)")
+    if not (_on(settings, "ZPP_QWZ") or _on(settings, "ZPP_HPZ")):
+        off.append("ZPP_QWZ or ZPP_HPZ takes all-gathers")
+    if not _on(settings, "ZPP_QGZ"):
+        off.append("ZPP_QGZ takes reduce-scatters")
+    if off:
+        off[-1] += " (FSDP, ZeRO-3: zpp-run --preset zero++ sets all three)"
     if not _on(settings, "ZPP_QAR"):
         off.append("ZPP_QAR takes all-reduces (DDP, HSDP's replicas: zpp-run --qar)")
     if not off:
@@ -177,8 +180,8 @@ def _one_node_hint(count, total):
                 "(HSDP's shard groups, for one): nothing crosses a node there, so they are plain "
                 "by design")
     return (f"{count} of {total['all_calls']} calls ran on communicators inside one node: zpp "
-            "saves only what crosses nodes; on one machine, ZPP_LOCAL_SIZE=2 makes its ranks "
-            "simulated nodes of 2 (docs/training.md)")
+            "saves only what crosses nodes; to try zpp on one machine, ZPP_LOCAL_SIZE=2 makes "
+            "its ranks simulated nodes of 2 (docs/training.md)")
 
 
 def table(total):

@@ -558,9 +558,9 @@ def compare_with_plain(summary, framework, ran):
         summary.setdefault("plain_seed_losses", {})[framework] = seeds
     differences = {}
     for entry in ran:
-        base = plains.get(seed_of(entry["mode"]), plains.get(0))
+        base = plains.get(seed_of(entry["mode"]))  # never another seed's plain
         entry["delta_pct"] = (quantities.relative_pct(entry["final_loss"], base["final_loss"])
-                              if base else 0.0)
+                              if base else float("nan"))
         if len(seeds) > 1:
             entry["within_plain_seed_spread"] = min(seeds) <= entry["final_loss"] <= max(seeds)
         if base and "inter_node_bytes_per_step" in entry and base["inter_node_bytes_per_step"]:
@@ -573,6 +573,17 @@ def compare_with_plain(summary, framework, ran):
               if len(values) > 1}
     if paired:
         summary.setdefault("paired", {})[framework] = paired
+
+
+def report_text(summary):
+    """What a run writes into table.md and docs/benchmarks.md (tools/results_tables.py renders
+    the recorded summary with it too): the table, the paired verdicts, plain's spread."""
+    text = table(summary) + paired_table(summary)
+    for framework, seeds in summary.get("plain_seed_losses", {}).items():
+        spread = 100 * (max(seeds) - min(seeds)) / min(seeds)
+        text += (f"\n{framework}: plain's final loss over {len(seeds)} seeds: "
+                 f"{min(seeds):.4f} to {max(seeds):.4f} (a spread of {spread:.3f}%)\n")
+    return text
 
 
 def paired_table(summary):
@@ -664,11 +675,7 @@ def main(argv):
     for framework in args.frameworks:
         index = run_framework(args, framework, summary, index, count)
     summary["wall_seconds"] = time.monotonic() - started
-    text = table(summary) + paired_table(summary)
-    for framework, seeds in summary.get("plain_seed_losses", {}).items():
-        spread = 100 * (max(seeds) - min(seeds)) / min(seeds)
-        text += (f"\n{framework}: plain's final loss over {len(seeds)} seeds: "
-                 f"{min(seeds):.4f} to {max(seeds):.4f} (a spread of {spread:.3f}%)\n")
+    text = report_text(summary)
     with open(os.path.join(args.out, "table.md"), "w") as out:
         out.write(text)
     with open(os.path.join(args.out, "summary.json"), "w") as out:

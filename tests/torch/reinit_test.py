@@ -1,8 +1,8 @@
 """A process group can be made again (issue 46): under torchrun (env://, whose agent keeps one
 c10d store for the whole job, and torch names the new default group as the old one), 4 CPU ranks
 as 2 simulated nodes of 2 call init_process_group("zpp") and destroy_process_group() three times
-in a row; after each set-up, an all-reduce, an all-gather and a subgroup's all-reduce return the
-right values. Before the fix the second set-up read the first one's addresses from the store and
+in a row; after each set-up, an all-reduce, an all-gather and a subgroup's all-reduce (the
+subgroup's size changing between cycles) return the right values. Before the fix the second set-up read the first one's addresses from the store and
 failed after ZPP_TIMEOUT.
 
     tests/torch/run.sh BUILD tests/torch/reinit_test.py
@@ -33,11 +33,14 @@ def one_cycle(cycle):
     dist.all_gather(pieces, torch.tensor([rank, cycle]))
     expect([p.tolist() for p in pieces] == [[r, cycle] for r in range(size)],
            f"cycle {cycle}: all-gather {pieces}")
-    evens = dist.new_group([0, 2])
-    if rank in (0, 2):
+    # The subgroup takes the same name every cycle, and another size every other cycle.
+    members = [0, 2] if cycle % 2 == 0 else [0, 1, 2]
+    subgroup = dist.new_group(members)
+    if rank in members:
         mine = torch.tensor([rank + 1.0])
-        dist.all_reduce(mine, group=evens)
-        expect(mine.item() == 4.0, f"cycle {cycle}: subgroup sum {mine.item()}")
+        dist.all_reduce(mine, group=subgroup)
+        want = sum(member + 1.0 for member in members)
+        expect(mine.item() == want, f"cycle {cycle}: subgroup sum {mine.item()}, not {want}")
     dist.barrier()
     dist.destroy_process_group()
 

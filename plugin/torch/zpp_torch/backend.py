@@ -212,20 +212,22 @@ class ZppBackend(_C10dBackend):
         # torch's init_process_group(timeout=) bounds zpp's waits too, when shorter than
         # ZPP_TIMEOUT: a silent peer then fails the collective when the user said it should.
         timeout_ms = int(timeout.total_seconds() * 1000) if timeout is not None else 0
+        # torch names a group made again after destroy_process_group() as the one it replaces
+        # (a subgroup of another size may take that name), and torchrun's agent keeps one store
+        # for the whole job: the keys of the name's earlier set-ups are still there. Each set-up
+        # takes the next generation of its name and size, counted before anything can fail;
+        # every rank joins one before any rank can start the next (a set-up needs every rank's
+        # address).
+        prefix = f"zpp/{size}/"
+        generation = (store.add(prefix + "joined", 1) - 1) // size
         check(LIB.zppCpuCommOpenWithTimeout(rank, size, timeout_ms, ctypes.byref(self._comm)),
               "communicator set-up")
         try:
-            # torch names a group made again after destroy_process_group() as the one it
-            # replaces, and torchrun's agent keeps one store for the whole job: the keys of this
-            # group's earlier set-ups are still there. Each set-up takes the next generation;
-            # every rank joins one before any rank can start the next (a set-up needs every
-            # rank's address).
-            generation = (store.add("zpp/joined", 1) - 1) // size
-            self._connect(store, timeout, f"zpp/{generation}/address/")
+            self._connect(store, timeout, f"{prefix}{generation}/address/")
             # Everything else goes to gloo over the same ranks, bootstrapped through its own
             # prefix of the group's store.
-            self._gloo = ProcessGroupGloo(PrefixStore(f"zpp-gloo/{generation}/", store), rank,
-                                          size, timeout)
+            self._gloo = ProcessGroupGloo(PrefixStore(f"zpp-gloo/{size}/{generation}/", store),
+                                          rank, size, timeout)
         except BaseException:
             LIB.zppCpuCommDestroy(self._comm)
             self._comm = None
