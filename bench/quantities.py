@@ -16,6 +16,16 @@ def relative_pct(value, reference):
     return 100.0 * (value - reference) / reference
 
 
+def mean_and_standard_error(values):
+    """The mean of `values` and its standard error (infinite for fewer than two)."""
+    values = list(values)
+    mean = sum(values) / len(values) if values else float("nan")
+    if len(values) < 2:
+        return mean, float("inf")
+    variance = sum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return mean, (variance / len(values)) ** 0.5
+
+
 def paired_verdict(differences_pct, at_most_pct=0.1):
     """A lossy mode against plain by paired seeds: `differences_pct` holds, per seed, the mode's
     final loss against plain's at the same seed (relative_pct). "no worse than plain" when their
@@ -23,12 +33,7 @@ def paired_verdict(differences_pct, at_most_pct=0.1):
     loss is never a failure); "worse" otherwise; "too few seeds" under 3."""
     values = list(differences_pct)
     count = len(values)
-    mean = sum(values) / count if count else float("nan")
-    if count > 1:
-        variance = sum((value - mean) ** 2 for value in values) / (count - 1)
-        error = (variance / count) ** 0.5
-    else:
-        error = float("inf")
+    mean, error = mean_and_standard_error(values)
     if count < 3:
         verdict = "too few seeds"
     elif mean <= at_most_pct or abs(mean) <= 2 * error:

@@ -20,6 +20,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import quantities  # noqa: E402 (bench/quantities.py: the mean and its standard error)
+
 
 def commit_of(tree):
     return subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], text=True,
@@ -41,9 +44,7 @@ def one_run(args, tree, out):
 
 
 def compare(rounds):
-    diffs = [r["b"] - r["a"] for r in rounds]
-    mean = statistics.mean(diffs)
-    error = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else float("inf")
+    mean, error = quantities.mean_and_standard_error(r["b"] - r["a"] for r in rounds)
     return {"mean_b_minus_a_s": mean, "standard_error_s": error,
             "mean_a_s": statistics.mean(r["a"] for r in rounds),
             "mean_b_s": statistics.mean(r["b"] for r in rounds),

@@ -76,44 +76,55 @@ int PointToPoint(const sim::LaunchedJob& job, const std::string& dir) {
   return WriteRecords(RecordPath(dir, "p2p", job.rank), {record}) ? 0 : 1;
 }
 
+constexpr size_t kGatherCount = 16384;  // 64 KiB of fp32 per rank
+
+// Every rank's plain engine on two nodes of four, with a stream and its all-gather buffers:
+// `calls(backend, engine, stream, in, out)` runs on each rank. False when the world failed.
+template <typename Calls>
+bool WithPlainEngine(const sim::LaunchedJob& job, Calls calls) {
+  std::unique_ptr<sim::SimWorld> world;
+  if (sim::WorldOf(job, sim::ClusterLayout::Uniform(2, 4), &world) != ncclSuccess) return false;
+  world->RunRanks([&](sim::SimBackend& backend) {
+    engine::EngineOptions options;
+    StatsCounters stats;
+    engine::Engine engine(backend, sim::ShapeOf(world->layout()), options, stats);
+    std::unique_ptr<Stream> stream;
+    if (backend.CreateStream(&stream) != ncclSuccess) return;
+    std::vector<float> in(kGatherCount, 1.0f), out(kGatherCount * world->world_size());
+    calls(backend, engine, *stream, in, out);
+  });
+  return true;
+}
+
 // All-gathers of 64 KiB per rank until one fails; `victim` kills itself inside the 20th. Writes
 // "<async error> <next call's result> <ms from the failing call to the error> <ms teardown>".
 int Fault(sim::LaunchedJob job, const std::string& dir, int victim) {
   constexpr int kVictimCall = 20;
-  constexpr size_t kCount = 16384;
+  constexpr size_t kCount = kGatherCount;
   Result async_error = ncclSuccess, next_call = ncclSuccess;
   double failing_ms = -1;
-  {
-    std::unique_ptr<sim::SimWorld> world;
-    if (sim::WorldOf(job, sim::ClusterLayout::Uniform(2, 4), &world) != ncclSuccess) return 1;
-    world->RunRanks([&](sim::SimBackend& backend) {
-      plan::Settings plain;
-      engine::EngineOptions options;
-      options.settings = plain;
-      StatsCounters stats;
-      engine::Engine engine(backend, sim::ShapeOf(world->layout()), options, stats);
-      std::unique_ptr<Stream> stream;
-      if (backend.CreateStream(&stream) != ncclSuccess) return;
-      std::vector<float> in(kCount, 1.0f), out(kCount * world->world_size());
-      for (int call = 0; call < 100000 && async_error == ncclSuccess; ++call) {
-        const Clock::time_point start = Clock::now();
-        Result result = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, *stream);
-        if (backend.rank() == victim && call == kVictimCall) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));  // its sends under way
-          raise(SIGKILL);
+  const bool world_ok =
+      WithPlainEngine(job, [&](sim::SimBackend& backend, engine::Engine& engine, Stream& stream,
+                               std::vector<float>& in, std::vector<float>& out) {
+        for (int call = 0; call < 100000 && async_error == ncclSuccess; ++call) {
+          const Clock::time_point start = Clock::now();
+          Result result = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, stream);
+          if (backend.rank() == victim && call == kVictimCall) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // its sends under way
+            raise(SIGKILL);
+          }
+          if (result == ncclSuccess) {
+            backend.Synchronize(stream);
+            result = backend.AsyncError();
+          }
+          if (result != ncclSuccess) {
+            async_error = result;
+            failing_ms = MillisecondsSince(start);
+            next_call = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, stream);
+          }
         }
-        if (result == ncclSuccess) {
-          backend.Synchronize(*stream);
-          result = backend.AsyncError();
-        }
-        if (result != ncclSuccess) {
-          async_error = result;
-          failing_ms = MillisecondsSince(start);
-          next_call = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, *stream);
-        }
-      }
-    });
-  }
+      });
+  if (!world_ok) return 1;
   const Clock::time_point teardown = Clock::now();
   job.transport.reset();  // the last owner: endpoints, worker and context go here
   const double teardown_ms = MillisecondsSince(teardown);
@@ -298,27 +309,19 @@ int Load(const sim::LaunchedJob& job, const std::string& dir, int64_t count) {
 // that never destroys its process groups), but rank 0, which closes `late_ms` later: its flushes
 // find the peers gone. Rank 0 records how long its close took.
 int LeaveWithoutClosing(sim::LaunchedJob job, const std::string& dir, int late_ms) {
-  constexpr size_t kCount = 16384;
   Result result = ncclSuccess;
-  {
-    std::unique_ptr<sim::SimWorld> world;
-    if (sim::WorldOf(job, sim::ClusterLayout::Uniform(2, 4), &world) != ncclSuccess) return 1;
-    world->RunRanks([&](sim::SimBackend& backend) {
-      engine::EngineOptions options;
-      StatsCounters stats;
-      engine::Engine engine(backend, sim::ShapeOf(world->layout()), options, stats);
-      std::unique_ptr<Stream> stream;
-      if (backend.CreateStream(&stream) != ncclSuccess) return;
-      std::vector<float> in(kCount, 1.0f), out(kCount * world->world_size());
-      for (int call = 0; call < 20 && result == ncclSuccess; ++call) {
-        result = engine.AllGather({in.data(), out.data(), kCount, ncclFloat32}, *stream);
-        if (result == ncclSuccess) {
-          backend.Synchronize(*stream);
-          result = backend.AsyncError();
+  const bool world_ok =
+      WithPlainEngine(job, [&](sim::SimBackend& backend, engine::Engine& engine, Stream& stream,
+                               std::vector<float>& in, std::vector<float>& out) {
+        for (int call = 0; call < 20 && result == ncclSuccess; ++call) {
+          result = engine.AllGather({in.data(), out.data(), kGatherCount, ncclFloat32}, stream);
+          if (result == ncclSuccess) {
+            backend.Synchronize(stream);
+            result = backend.AsyncError();
+          }
         }
-      }
-    });
-  }
+      });
+  if (!world_ok) return 1;
   std::ofstream out(RecordPath(dir, "exit", job.rank));
   if (job.rank != 0) {
     out << static_cast<int>(result) << " 0" << std::endl;
