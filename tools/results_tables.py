@@ -74,32 +74,97 @@ def readme_step_times(root):
     return "\n".join(lines) + "\n"
 
 
-# The README's bytes and losses at 100 steps: per mode, each framework's inter-node bytes against
-# plain's and its final loss against plain's at the same seed (make convergence's summary).
-README_CONVERGENCE_MODES = (("qwz8", "qwZ int8"), ("hpz", "hpZ"), ("qgz8/4", "qgZ 8/4"),
-                            ("zero++", "zero++ (all three)"), ("int4", "int4 everywhere"))
+# The README's convergence tables: per mode and framework, the inter-node bytes against plain's
+# and the paired verdict over seeds (bench/quantities.py), from the harness's `--seeds` runs.
+# (framework, label, files): a framework whose files are not recorded yet shows no figures.
+PAIRED_100 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2.json",
+                                  "convergence_paired_cpu_fsdp2_hpz.json")),
+              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed.json",)))
+PAIRED_100_MODES = (("qwz8", "qwZ int8"), ("hpz", "hpZ"), ("qgz8/4", "qgZ 8/4"),
+                    ("zero++", "zero++ (all three)"), ("int4", "int4 everywhere"))
+PAIRED_300 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2_300.json",)),
+              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed_300.json",)))
+PAIRED_300_MODES = (("int4+ef", "int4 + error feedback"),
+                    ("delta4", "4-bit weight deltas + zero++"),
+                    ("delta4+ef3+min0", "4-bit deltas, 3-bit gradients + feedback, `min0`"),
+                    ("delta4+ef2+min0", "4-bit deltas, 2-bit gradients + feedback, `min0`"))
+PAIRED_REPLICATED = (("ddp", "DDP", ("convergence_paired_cpu_ddp_300.json",)),
+                     ("hsdp", "HSDP", ("convergence_paired_cpu_hsdp_300.json",)))
+PAIRED_REPLICATED_MODES = (("ar8", "`ar8` (`ZPP_QAR=1`)"),
+                           ("ar4+ef", "`ar4+ef` (4 bits, `ZPP_QAR_EF=1`)"),
+                           ("bf16-hook", "torch's `bf16_compress_hook` (a code change)"),
+                           ("powersgd", "torch's PowerSGD, rank 2 (a code change)"))
+# FSDP2 (and so HSDP) takes no DDP comm hook.
+DOES_NOT_APPLY = {("hsdp", "bf16-hook"), ("hsdp", "powersgd")}
 
 
-def readme_bytes_and_losses(root):
-    summary = _results(root, "convergence_cpu_summary.json")
-    entries = {(e["framework"], e["mode"]): e for e in summary["modes"] if "delta_pct" in e}
-    lines = ["| mode | FSDP2 bytes | FSDP2 loss | DeepSpeed bytes | DeepSpeed loss |",
-             "|---|---:|---:|---:|---:|"]
-    for mode, label in README_CONVERGENCE_MODES:
+def _paired_figures(root, framework, names, steps):
+    """{mode: paired figures with `bytes` (against plain's)} from those of `names` recorded."""
+    harness = _module(root, "convergence_harness", "bench/convergence/run.py")
+    figures = {}
+    for name in names:
+        if not os.path.exists(os.path.join(root, "bench", "results", name)):
+            continue
+        summary = _results(root, name)
+        if summary["steps"] != steps:
+            raise SystemExit(f"results_tables: {name} ran {summary['steps']} steps, its table "
+                             f"shows {steps}")
+        ratios = {harness.base_mode(e["mode"]): e.get("inter_node_vs_plain")
+                  for e in summary["modes"] if e["framework"] == framework}
+        for mode, paired in summary.get("paired", {}).get(framework, {}).items():
+            figures[mode] = dict(paired, bytes=ratios.get(mode))
+    return figures
+
+
+def _paired_cells(figures):
+    if figures is None:
+        return ["", "", "not yet run at 3 seeds"]
+    ratio = "" if figures["bytes"] is None else f"{figures['bytes']:.3f}"
+    return [ratio, f"{figures['mean_pct']:+.3f}% ± {figures['standard_error_pct']:.3f}% "
+            f"({figures['seeds']})", figures["verdict"]]
+
+
+def paired_table(root, frameworks, modes, steps):
+    """Bytes, mean loss difference ± its standard error (seeds) and verdict, per framework."""
+    found = {framework: _paired_figures(root, framework, names, steps)
+             for framework, _, names in frameworks}
+    header, rule = "| mode |", "|---|"
+    for _, label, _ in frameworks:
+        header += f" {label} bytes | {label} loss | {label} verdict |"
+        rule += "---:|---:|---|"
+    lines = [header, rule]
+    for mode, label in modes:
         cells = []
-        for framework in ("fsdp2", "deepspeed"):
-            entry = entries.get((framework, mode))
-            cells += ([f"{entry['inter_node_vs_plain']:.3f}", f"{entry['delta_pct']:+.3f}%"]
-                      if entry else ["", ""])
+        for framework, _, _ in frameworks:
+            cells += (["", "", ""] if (framework, mode) in DOES_NOT_APPLY else
+                      _paired_cells(found[framework].get(mode)))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    files = [name for _, _, names in frameworks for name in names
+             if os.path.exists(os.path.join(root, "bench", "results", name))]
+    lines += ["", "From " + (", ".join(f"`bench/results/{name}`" for name in files) or
+                             "no recorded file yet") + "."]
     return "\n".join(lines) + "\n"
+
+
+def readme_paired_100(root):
+    return paired_table(root, PAIRED_100, PAIRED_100_MODES, 100)
+
+
+def readme_paired_300(root):
+    return paired_table(root, PAIRED_300, PAIRED_300_MODES, 300)
+
+
+def readme_paired_replicated(root):
+    return paired_table(root, PAIRED_REPLICATED, PAIRED_REPLICATED_MODES, 300)
 
 
 # (page, marker, what rewrites it after a run, renderer)
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
     ("docs/benchmarks.md", "netbench-table", "make netbench", netbench_table),
-    ("README.md", "bytes-loss-table", "tools/results_tables.py", readme_bytes_and_losses),
+    ("README.md", "bytes-loss-table", "tools/results_tables.py", readme_paired_100),
+    ("README.md", "deltas-loss-table", "tools/results_tables.py", readme_paired_300),
+    ("README.md", "replicated-loss-table", "tools/results_tables.py", readme_paired_replicated),
     ("README.md", "step-time-table", "tools/results_tables.py", readme_step_times),
 )
 

@@ -250,7 +250,7 @@ def runs_of(args, framework):
             if mode in REPLICATED_MODES:
                 runs += with_seeds(args, mode)
             elif mode in HOOKS and framework == "ddp" and args.device == "cpu":
-                runs.append((mode, True))  # over gloo with the bytes counted: CPU ranks only
+                runs += with_seeds(args, mode)  # over gloo with the bytes counted: CPU ranks only
             continue
         if mode in MODES:
             runs += with_seeds(args, mode)
@@ -282,13 +282,14 @@ def run_one(args, framework, mode):
         env["DS_ACCELERATOR"] = "cpu"
     reference = mode == REFERENCE[args.device]
     # The byte counter's stats: DeepSpeed's own techniques and torch's DDP hooks, over gloo.
-    counted = (mode in DEEPSPEED_OWN or mode in HOOKS) and args.device == "cpu"
+    hook = HOOKS.get(base_mode(mode))
+    counted = (mode in DEEPSPEED_OWN or hook is not None) and args.device == "cpu"
     if not reference:
         env["ZPP_LOCAL_SIZE"] = str(args.local_size)  # zpp's simulated nodes, or the counter's
     if reference:
         command = torchrun + ["--backend", mode]
-    elif mode in HOOKS:
-        command = torchrun + ["--backend", "gloo", "--count-bytes"] + HOOKS[mode] + [
+    elif hook is not None:
+        command = torchrun + ["--backend", "gloo", "--count-bytes"] + hook + [
             "--stats-dir", stats_dir]
     elif mode in DEEPSPEED_OWN:
         flags = [str(args.local_size) if f == "LOCAL" else f
@@ -508,7 +509,7 @@ def checks(summary):
     entries = {(e["framework"], e["mode"]): e for e in summary["modes"] if not e.get("waits")}
     for (framework, mode), entry in entries.items():
         name = f"{framework} {mode}"
-        if mode in DEEPSPEED_OWN or mode in HOOKS:
+        if mode in DEEPSPEED_OWN or base_mode(mode) in HOOKS:
             continue
         if framework in PARALLEL:
             failures += replicated_checks(summary, name, mode, entry)
@@ -626,7 +627,7 @@ def run_framework(args, framework, summary, index, count):
                      "final_loss": final_loss(rows), "wall_seconds": wall,
                      "seconds_per_step": rows[-1][2] / max(1, len(rows) - 1),
                      "loss_csv": os.path.join(args.out, f"loss_{framework}_{slug(mode)}.csv")}
-            if mode in HOOKS:
+            if base_mode(mode) in HOOKS:
                 entry["backend"] = "gloo (torch's DDP comm hook)"
             if stats is not None:
                 entry.update(summarize_stats(stats, len(rows), STEADY_FROM[framework]))
