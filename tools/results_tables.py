@@ -158,6 +158,55 @@ def readme_paired_replicated(root):
     return paired_table(root, PAIRED_REPLICATED, PAIRED_REPLICATED_MODES, 300)
 
 
+# The CPU all-reduce's own cost (issue 45): bench/netbench/all_reduce_cost_run.py's medians over
+# rounds, and the testbed's step times of two libraries side by side.
+ALL_REDUCE_COST_FILES = (("one machine, 2 simulated nodes of 2 (UCX shared memory)",
+                          "all_reduce_cost_cpu_one_machine.json"),
+                         ("tools/netbed, 2 nodes x 2 at 1000 Mbit/s (TCP)",
+                          "all_reduce_cost_cpu_netbed_1000mbit.json"))
+AB_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's bf16_compress_hook"), ("plain", "zpp plain"),
+             ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"))
+
+
+def _median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def all_reduce_cost_table(root):
+    lines = ["| where | gloo | zpp old | zpp new | file |", "|---|---:|---:|---:|---|"]
+    for where, name in ALL_REDUCE_COST_FILES:
+        runs = _results(root, name)["runs"]
+        cells = []
+        for label in ("gloo", "old", "new"):
+            mine = [r for r in runs if r["label"] == label]
+            cells.append(f"{_median(r['median_wall_ms'] for r in mine):.1f} ms, "
+                         f"{_median(r['cpu_ms_per_call_all_ranks'] for r in mine):.1f} ms CPU")
+        lines.append(f"| {where} | " + " | ".join(cells) + f" | `{name}` |")
+    return "\n".join(lines) + "\n"
+
+
+def all_reduce_ab_table(root):
+    runs = _results(root, "netbench_all_reduce_ab_cpu.json")["runs"]
+    lines = ["| framework | mode | old, per round | new, per round | old | new | new / gloo |",
+             "|---|---|---|---|---:|---:|---:|"]
+    for framework in ("ddp", "hsdp"):
+        def steps(mode, build):
+            return [r["median_step_s"] for r in runs
+                    if (r["framework"], r["mode"], r["build"]) == (framework, mode, build)]
+        gloo = _median(steps("gloo", "new"))
+        for mode, label in AB_LABELS:
+            old, new = steps(mode, "old"), steps(mode, "new")
+            if not new:
+                continue
+            median_old = f"{_median(old):.3f} s" if old else ""
+            lines.append(f"| {framework.upper()} | {label} | {', '.join(f'{v:.3f}' for v in old)} | "
+                         f"{', '.join(f'{v:.3f}' for v in new)} | {median_old} | "
+                         f"{_median(new):.3f} s | {_median(new) / gloo:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 # (page, marker, what rewrites it after a run, renderer)
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
@@ -166,6 +215,9 @@ TABLES = (
     ("README.md", "deltas-loss-table", "tools/results_tables.py", readme_paired_300),
     ("README.md", "replicated-loss-table", "tools/results_tables.py", readme_paired_replicated),
     ("README.md", "step-time-table", "tools/results_tables.py", readme_step_times),
+    ("docs/benchmarks.md", "all-reduce-cost-table", "tools/results_tables.py",
+     all_reduce_cost_table),
+    ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
 )
 
 

@@ -29,6 +29,25 @@ inline void LoadElements(const void* data, ncclDataType_t dtype, size_t first, s
   }
 }
 
+// sum[i] += element i, widened exactly: the additions LoadElements and a += loop make, without
+// the copy.
+inline void AddElements(const void* data, ncclDataType_t dtype, size_t n, float* sum) {
+  const auto* bytes = static_cast<const std::byte*>(data);
+  if (dtype == ncclFloat32) {
+    for (size_t i = 0; i < n; ++i) {
+      float value;
+      std::memcpy(&value, bytes + 4 * i, sizeof value);
+      sum[i] += value;
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * i, sizeof bits);
+    sum[i] += dtype == ncclFloat16 ? HalfToFloat(bits) : Bf16ToFloat(bits);
+  }
+}
+
 // Element first + i = values[i], rounded to nearest even into the dtype, NaN canonical.
 inline void StoreElements(void* data, ncclDataType_t dtype, size_t first, size_t n,
                           const float* values) {

@@ -1,5 +1,6 @@
 #include "sim/sim_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "codec/hpz_select.h"
 #include "codec/reuse_pattern.h"
 #include "codec/weight_delta.h"
+#include "sim/scratch.h"
 
 namespace zpp::sim {
 namespace {
@@ -271,16 +273,17 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   return LaunchCollective(stream, [&transport, view = ViewOf(kind), rank = rank_, sequence, send,
                                    recv, count, dtype, scale, chunk_bytes] {
     const size_t size = view.members.size();
-    std::vector<std::byte> chunks(size * chunk_bytes);
-    ZPP_CHECK(transport.AllToAll(rank, view, sequence, send, chunks.data(), chunk_bytes));
-    std::vector<float> sum(count, 0.0f), values(count);
+    Scratch& scratch = Scratch::OfThisThread();
+    std::byte* chunks = scratch.Take(0, size * chunk_bytes);
+    ZPP_CHECK(transport.AllToAll(rank, view, sequence, send, chunks, chunk_bytes));
+    float* sum = scratch.TakeArray<float>(1, count);
+    std::fill_n(sum, count, 0.0f);
     for (size_t peer = 0; peer < size; ++peer) {
-      codec::LoadElements(chunks.data() + peer * chunk_bytes, dtype, 0, count, values.data());
-      for (size_t i = 0; i < count; ++i) sum[i] += values[i];
+      codec::AddElements(chunks + peer * chunk_bytes, dtype, count, sum);
     }
-    for (float& value : sum) value *= scale;
+    for (size_t i = 0; i < count; ++i) sum[i] *= scale;
     // Every member has read this rank's input (in-place is allowed).
-    codec::StoreElements(recv, dtype, 0, count, sum.data());
+    codec::StoreElements(recv, dtype, 0, count, sum);
     return ncclSuccess;
   });
 }

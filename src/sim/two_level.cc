@@ -1,34 +1,38 @@
 #include "sim/two_level.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "codec/element_io.h"
 #include "log/log.h"
+#include "sim/scratch.h"
 
 namespace zpp::sim {
+
+namespace {
+
+// The world rank at node position k, local position l.
+size_t Owner(const TwoLevelLayout& layout, size_t k, size_t l) {
+  return static_cast<size_t>(layout.rank_at[k * static_cast<size_t>(layout.ranks_per_node) + l]);
+}
+
+}  // namespace
 
 Result TwoLevelAllGather(transport::Transport& transport, const TwoLevelCall& call,
                          const void* send, void* recv, size_t bytes) {
   const TwoLevelLayout& layout = *call.layout;
-  const size_t n = static_cast<size_t>(layout.nodes);
-  const size_t g = static_cast<size_t>(layout.ranks_per_node);
-  // Across nodes: the pieces of this rank's inter-node group, in node order.
-  std::vector<std::byte> column(n * bytes);
-  ZPP_CHECK(
-      transport.AllGather(call.rank, call.inter, call.inter_sequence, send, column.data(), bytes));
-  // Inside the node: every local rank's column.
-  std::vector<std::byte> node(g * n * bytes);
-  ZPP_CHECK(transport.AllGather(call.rank, call.intra, call.intra_sequence, column.data(),
-                                node.data(), n * bytes));
-  for (size_t l = 0; l < g; ++l) {
-    for (size_t k = 0; k < n; ++k) {
-      const size_t owner = static_cast<size_t>(layout.rank_at[k * g + l]);
-      std::memcpy(static_cast<std::byte*>(recv) + owner * bytes, node.data() + (l * n + k) * bytes,
-                  bytes);
-    }
-  }
-  return ncclSuccess;
+  const auto* piece = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const auto me = static_cast<size_t>(call.intra.my_index);
+  // Across nodes: each node's piece of this local position, straight into its owner's place.
+  ZPP_CHECK(transport.ExchangeParts(
+      call.rank, call.inter, call.inter_sequence, 1, bytes,
+      [piece](size_t, size_t) { return piece; },
+      [&](size_t k, size_t) { return out + Owner(layout, k, me) * bytes; }));
+  // Inside the node: every local position's pieces, one part per node, in place.
+  return transport.ExchangeParts(
+      call.rank, call.intra, call.intra_sequence, static_cast<size_t>(layout.nodes), bytes,
+      [&](size_t, size_t k) -> const std::byte* { return out + Owner(layout, k, me) * bytes; },
+      [&](size_t l, size_t k) { return l == me ? nullptr : out + Owner(layout, k, l) * bytes; });
 }
 
 Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall& call,
@@ -38,37 +42,41 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
   const size_t n = static_cast<size_t>(layout.nodes);
   const size_t g = static_cast<size_t>(layout.ranks_per_node);
   const size_t chunk = count * codec::ElementBytes(dtype);
-  // To local rank l go the chunks of l's inter-node group (node order).
-  std::vector<std::byte> staged(g * n * chunk), received(g * n * chunk);
-  for (size_t l = 0; l < g; ++l) {
-    for (size_t k = 0; k < n; ++k) {
-      const size_t owner = static_cast<size_t>(layout.rank_at[k * g + l]);
-      std::memcpy(staged.data() + (l * n + k) * chunk,
-                  static_cast<const std::byte*>(send) + owner * chunk, chunk);
-    }
-  }
-  ZPP_CHECK(transport.AllToAll(call.rank, call.intra, call.intra_sequence, staged.data(),
-                               received.data(), n * chunk));
-  // The node's partial sum for each rank of this rank's inter-node group, in local order.
-  std::vector<float> sum(count), values(count);
-  std::vector<std::byte> partial(n * chunk), partials(n * chunk);
+  const auto* input = static_cast<const std::byte*>(send);
+  const auto me = static_cast<size_t>(call.intra.my_index);
+  const auto my_node = static_cast<size_t>(call.inter.my_index);
+  Scratch& scratch = Scratch::OfThisThread();
+  // To local position l go the chunks of l's inter-node group, one part per node, read in place;
+  // from each, those of this rank's group. This rank's own stay in the input.
+  std::byte* received = scratch.Take(0, g * n * chunk);
+  ZPP_CHECK(transport.ExchangeParts(
+      call.rank, call.intra, call.intra_sequence, n, chunk,
+      [&](size_t l, size_t k) { return input + Owner(layout, k, l) * chunk; },
+      [&](size_t l, size_t k) { return l == me ? nullptr : received + (l * n + k) * chunk; }));
+  // The node's partial sum for each rank of this rank's inter-node group, in local order, rounded
+  // to the dtype; then their sum across nodes, in node order.
+  float* sum = scratch.TakeArray<float>(1, count);
+  std::byte* partial = scratch.Take(2, n * chunk);
+  std::byte* partials = scratch.Take(3, n * chunk);
   for (size_t k = 0; k < n; ++k) {
-    std::fill(sum.begin(), sum.end(), 0.0f);
+    std::fill_n(sum, count, 0.0f);
     for (size_t l = 0; l < g; ++l) {
-      codec::LoadElements(received.data() + (l * n + k) * chunk, dtype, 0, count, values.data());
-      for (size_t i = 0; i < count; ++i) sum[i] += values[i];
+      const std::byte* terms =
+          l == me ? input + Owner(layout, k, me) * chunk : received + (l * n + k) * chunk;
+      codec::AddElements(terms, dtype, count, sum);
     }
-    codec::StoreElements(partial.data() + k * chunk, dtype, 0, count, sum.data());
+    codec::StoreElements(partial + k * chunk, dtype, 0, count, sum);
   }
-  ZPP_CHECK(transport.AllToAll(call.rank, call.inter, call.inter_sequence, partial.data(),
-                               partials.data(), chunk));
-  std::fill(sum.begin(), sum.end(), 0.0f);
+  ZPP_CHECK(transport.ExchangeParts(
+      call.rank, call.inter, call.inter_sequence, 1, chunk,
+      [partial, chunk](size_t k, size_t) -> const std::byte* { return partial + k * chunk; },
+      [&](size_t k, size_t) { return k == my_node ? nullptr : partials + k * chunk; }));
+  std::fill_n(sum, count, 0.0f);
   for (size_t k = 0; k < n; ++k) {
-    codec::LoadElements(partials.data() + k * chunk, dtype, 0, count, values.data());
-    for (size_t i = 0; i < count; ++i) sum[i] += values[i];
+    codec::AddElements((k == my_node ? partial : partials) + k * chunk, dtype, count, sum);
   }
-  for (float& value : sum) value *= scale;
-  codec::StoreElements(recv, dtype, 0, count, sum.data());
+  for (size_t i = 0; i < count; ++i) sum[i] *= scale;
+  codec::StoreElements(recv, dtype, 0, count, sum);
   return ncclSuccess;
 }
 

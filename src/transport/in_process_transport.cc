@@ -63,6 +63,26 @@ Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t s
   return ncclSuccess;
 }
 
+Result InProcessTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
+                                         size_t parts, size_t bytes, const PartAt& send_at,
+                                         const PartInto& recv_at) {
+  Rendezvous& rendezvous = GroupRendezvous(group);
+  // The members meet with their part finders: each reads every other's parts addressed to it.
+  const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, &send_at, nullptr);
+  if (all == nullptr) return Missed("exchange", group.kind, rank, sequence);
+  const auto me = static_cast<size_t>(group.my_index);
+  for (size_t member = 0; member < group.members.size(); ++member) {
+    const auto& theirs = *static_cast<const PartAt*>(all->send[member]);
+    for (size_t part = 0; part < parts; ++part) {
+      std::byte* into = recv_at(member, part);
+      const std::byte* from = theirs(me, part);
+      if (into != nullptr && into != from) std::memmove(into, from, bytes);
+    }
+  }
+  if (!rendezvous.Depart(sequence)) return Missed("exchange", group.kind, rank, sequence);
+  return ncclSuccess;
+}
+
 // A message meets its receive in a two-member rendezvous: member 0 the sender, 1 the receiver.
 Result InProcessTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence,
                                 const void* send, size_t) {

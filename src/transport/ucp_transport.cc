@@ -1,5 +1,6 @@
 #include "transport/ucp_transport.h"
 
+#include <poll.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -67,6 +68,12 @@ void Backoff(uint64_t idle_polls) {
   std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+// WaitForActivity's longest sleep on the event descriptor: a bound, not a pace (an event ends it
+// at once); it keeps the deadline, the fault look-out and another thread's posts in view.
+constexpr int kEventWaitMs = 1;
+constexpr uint64_t kSpinPolls = 16;   // then yield
+constexpr uint64_t kYieldPolls = 64;  // then sleep on the event descriptor
+
 void CopyText(const std::string& text, char* out, size_t bytes) {
   const size_t length = std::min(text.size(), bytes - 1);
   std::memcpy(out, text.data(), length);
@@ -127,7 +134,7 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-  params.features = UCP_FEATURE_TAG;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.estimated_num_eps = static_cast<size_t>(size);
   ucp_context_h context = nullptr;
   const ucs_status_t init = ucp_init(&params, config, &context);
@@ -152,6 +159,11 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
     return ncclSystemError;
   }
   transport->worker_.reset(worker);
+  if (const ucs_status_t efd = ucp_worker_get_efd(worker, &transport->event_fd_); efd != UCS_OK) {
+    transport->event_fd_ = -1;
+    ZPP_INFO(kInit, "UCP: no event descriptor (%s): waits poll and sleep instead of blocking",
+             ucs_status_string(efd));
+  }
 
   ucp_address_t* address = nullptr;
   size_t address_bytes = 0;
@@ -568,51 +580,79 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
         return result;
       }
     }
-    Backoff(idle++);
+    WaitForActivity(idle++);
   }
+}
+
+void UcpTransport::WaitForActivity(uint64_t idle_polls) {
+  if (idle_polls < kSpinPolls) return;
+  if (idle_polls < kYieldPolls || event_fd_ < 0) {
+    Backoff(idle_polls);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // UCS_ERR_BUSY: events arrived since the last progress; the caller progresses again.
+    if (ucp_worker_arm(worker_.get()) != UCS_OK) return;
+  }
+  pollfd descriptor{event_fd_, POLLIN, 0};
+  poll(&descriptor, 1, kEventWaitMs);
 }
 
 Result UcpTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
                                const void* send, void* recv, size_t bytes) {
-  return Exchange(rank, group, sequence, send, 0, recv, bytes, "all-gather");
+  const auto* source = static_cast<const std::byte*>(send);
+  auto* target = static_cast<std::byte*>(recv);
+  return Exchange(
+      rank, group, sequence, 1, bytes, [source](size_t, size_t) { return source; },
+      [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-gather");
 }
 
 Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send,
                               void* recv, size_t bytes) {
-  return Exchange(rank, group, sequence, send, bytes, recv, bytes, "all-to-all");
+  const auto* source = static_cast<const std::byte*>(send);
+  auto* target = static_cast<std::byte*>(recv);
+  return Exchange(
+      rank, group, sequence, 1, bytes,
+      [source, bytes](size_t member, size_t) { return source + member * bytes; },
+      [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-to-all");
 }
 
-Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                              size_t send_stride, void* recv, size_t bytes, const char* what) {
+Result UcpTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
+                                   size_t parts, size_t bytes, const PartAt& send_at,
+                                   const PartInto& recv_at) {
+  return Exchange(rank, group, sequence, parts, bytes, send_at, recv_at, "exchange");
+}
+
+Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequence, size_t parts,
+                              size_t bytes, const PartAt& send_at, const PartInto& recv_at,
+                              const char* what) {
   ZPP_CHECK(CheckUsable(rank));
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < group.members.size(); ++i) {
-      const int member = group.members[i];
-      if (member == rank_) continue;
-      if (Result r = PostReceive(member, Tag(group.kind, false, member, call_, sequence),
-                                 static_cast<char*>(recv) + i * bytes, bytes, &pending);
-          r != ncclSuccess) {
-        Release(&pending);
-        return r;
-      }
-    }
-    for (size_t j = 0; j < group.members.size(); ++j) {
-      const int member = group.members[j];
-      if (member == rank_) continue;
-      if (Result r = PostSend(member, Tag(group.kind, false, rank_, call_, sequence),
-                              static_cast<const char*>(send) + j * send_stride, bytes, &pending);
-          r != ncclSuccess) {
-        Release(&pending);
-        return r;
+    for (bool sending : {false, true}) {
+      for (size_t i = 0; i < group.members.size(); ++i) {
+        const int member = group.members[i];
+        if (member == rank_) continue;
+        const ucp_tag_t tag = Tag(group.kind, false, sending ? rank_ : member, call_, sequence);
+        for (size_t part = 0; part < parts; ++part) {
+          const Result r = sending ? PostSend(member, tag, send_at(i, part), bytes, &pending)
+                                   : PostReceive(member, tag, recv_at(i, part), bytes, &pending);
+          if (r != ncclSuccess) {
+            Release(&pending);
+            return r;
+          }
+        }
       }
     }
   }
-  // This rank's own piece (an in-place all-gather's is already there).
-  char* mine = static_cast<char*>(recv) + group.my_index * bytes;
-  const char* source = static_cast<const char*>(send) + group.my_index * send_stride;
-  if (mine != source) std::memmove(mine, source, bytes);
+  const auto me = static_cast<size_t>(group.my_index);
+  for (size_t part = 0; part < parts; ++part) {
+    std::byte* into = recv_at(me, part);
+    const std::byte* from = send_at(me, part);
+    if (into != nullptr && into != from) std::memmove(into, from, bytes);
+  }
   return WaitAll(&pending, what);
 }
 

@@ -63,6 +63,10 @@ class UcpTransport final : public Transport {
                    void* recv, size_t bytes) override;
   Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
                   size_t bytes) override;
+  // Receives posted first, then sends, then this rank's own parts; every part of one message
+  // under the same tag (UCX matches a sender's messages of one tag in the order they were sent).
+  Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,
+                       size_t bytes, const PartAt& send_at, const PartInto& recv_at) override;
   Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
               size_t bytes) override;
   Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
@@ -94,10 +98,10 @@ class UcpTransport final : public Transport {
 
   UcpTransport(int rank, int size, std::chrono::milliseconds timeout);
 
-  // The all-gather (every peer gets `send`) and the all-to-all (peer j gets piece j, pieces
-  // `send_stride` apart) in one: receives posted first, then sends, then this rank's own piece.
-  Result Exchange(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                  size_t send_stride, void* recv, size_t bytes, const char* what);
+  // ExchangeParts, with `what` naming the collective in an error.
+  Result Exchange(int rank, const GroupView& group, uint64_t sequence, size_t parts, size_t bytes,
+                  const PartAt& send_at, const PartInto& recv_at, const char* what);
+
   // Under mutex_.
   Result PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                   std::vector<Pending>* pending);
@@ -118,6 +122,10 @@ class UcpTransport final : public Transport {
 
   // Drives the worker until every operation completed, a peer failed or the timeout passed.
   Result WaitAll(std::vector<Pending>* pending, const char* what);
+  // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
+  // file descriptor until UCX has something to progress (at most kEventWait), so that a wait on
+  // a slow link costs no core (docs/architecture.md, "The same engine on CPU processes").
+  void WaitForActivity(uint64_t idle_polls);
   Result CheckUsable(int rank) const;
 
   const int rank_;
@@ -126,6 +134,7 @@ class UcpTransport final : public Transport {
   std::mutex mutex_;  // the worker is single-threaded (UCS_THREAD_MODE_SERIALIZED)
   std::unique_ptr<ucp_context, ContextDeleter> context_;
   std::unique_ptr<ucp_worker, WorkerDeleter> worker_;  // after context_: destroyed first
+  int event_fd_ = -1;  // the worker's (UCP_FEATURE_WAKEUP); -1: WaitForActivity sleeps instead
   std::vector<Peer> peers_;  // by rank; ours has no endpoint; never resized after Connect
   const ProcessIdentity self_ = ProcessIdentity::Self();
   CallLabel call_;                   // under mutex_

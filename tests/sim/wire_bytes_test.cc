@@ -33,6 +33,11 @@ class WatchedTransport final : public transport::Transport {
     Carry(rank, group, bytes);
     return inner_.AllToAll(rank, group, sequence, send, recv, bytes);
   }
+  Result ExchangeParts(int rank, const transport::GroupView& group, uint64_t sequence, size_t parts,
+                       size_t bytes, const PartAt& send_at, const PartInto& recv_at) override {
+    Carry(rank, group, parts * bytes);
+    return inner_.ExchangeParts(rank, group, sequence, parts, bytes, send_at, recv_at);
+  }
   Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
               size_t bytes) override {
     Add(rank, layout_.LinkBetween(rank, to), bytes);
