@@ -27,12 +27,14 @@ Result TwoLevelAllGather(transport::Transport& transport, const TwoLevelCall& ca
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.inter, call.inter_sequence, 1, bytes,
       [piece](size_t, size_t) { return piece; },
-      [&](size_t k, size_t) { return out + Owner(layout, k, me) * bytes; }));
+      [&](size_t k, size_t) { return out + Owner(layout, k, me) * bytes; },
+      "all-gather (across nodes)"));
   // Inside the node: every local position's pieces, one part per node, in place.
   return transport.ExchangeParts(
       call.rank, call.intra, call.intra_sequence, static_cast<size_t>(layout.nodes), bytes,
       [&](size_t, size_t k) -> const std::byte* { return out + Owner(layout, k, me) * bytes; },
-      [&](size_t l, size_t k) { return l == me ? nullptr : out + Owner(layout, k, l) * bytes; });
+      [&](size_t l, size_t k) { return l == me ? nullptr : out + Owner(layout, k, l) * bytes; },
+      "all-gather (inside the node)");
 }
 
 Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall& call,
@@ -52,7 +54,8 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.intra, call.intra_sequence, n, chunk,
       [&](size_t l, size_t k) { return input + Owner(layout, k, l) * chunk; },
-      [&](size_t l, size_t k) { return l == me ? nullptr : received + (l * n + k) * chunk; }));
+      [&](size_t l, size_t k) { return l == me ? nullptr : received + (l * n + k) * chunk; },
+      "reduce-scatter (inside the node)"));
   // The node's partial sum for each rank of this rank's inter-node group, in local order, rounded
   // to the dtype; then their sum across nodes, in node order.
   float* sum = scratch.TakeArray<float>(1, count);
@@ -70,7 +73,8 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.inter, call.inter_sequence, 1, chunk,
       [partial, chunk](size_t k, size_t) -> const std::byte* { return partial + k * chunk; },
-      [&](size_t k, size_t) { return k == my_node ? nullptr : partials + k * chunk; }));
+      [&](size_t k, size_t) { return k == my_node ? nullptr : partials + k * chunk; },
+      "reduce-scatter (across nodes)"));
   std::fill_n(sum, count, 0.0f);
   for (size_t k = 0; k < n; ++k) {
     codec::AddElements((k == my_node ? partial : partials) + k * chunk, dtype, count, sum);

@@ -65,11 +65,11 @@ Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t s
 
 Result InProcessTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
                                          size_t parts, size_t bytes, const PartAt& send_at,
-                                         const PartInto& recv_at) {
+                                         const PartInto& recv_at, const char* what) {
   Rendezvous& rendezvous = GroupRendezvous(group);
   // The members meet with their part finders: each reads every other's parts addressed to it.
   const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, &send_at, nullptr);
-  if (all == nullptr) return Missed("exchange", group.kind, rank, sequence);
+  if (all == nullptr) return Missed(what, group.kind, rank, sequence);
   const auto me = static_cast<size_t>(group.my_index);
   for (size_t member = 0; member < group.members.size(); ++member) {
     const auto& theirs = *static_cast<const PartAt*>(all->send[member]);
@@ -79,7 +79,7 @@ Result InProcessTransport::ExchangeParts(int rank, const GroupView& group, uint6
       if (into != nullptr && into != from) std::memmove(into, from, bytes);
     }
   }
-  if (!rendezvous.Depart(sequence)) return Missed("exchange", group.kind, rank, sequence);
+  if (!rendezvous.Depart(sequence)) return Missed(what, group.kind, rank, sequence);
   return ncclSuccess;
 }
 

@@ -25,7 +25,8 @@ class InProcessTransport final : public Transport {
   Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
                   size_t bytes) override;
   Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,
-                       size_t bytes, const PartAt& send_at, const PartInto& recv_at) override;
+                       size_t bytes, const PartAt& send_at, const PartInto& recv_at,
+                       const char* what) override;
   Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
               size_t bytes) override;
   Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,

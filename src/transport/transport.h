@@ -58,13 +58,16 @@ class Transport {
   // Where part k of the message to or from group member i sits.
   using PartAt = std::function<const std::byte*(size_t member, size_t part)>;
   using PartInto = std::function<std::byte*(size_t member, size_t part)>;
-  // A message of `parts` parts of `bytes` to every other member, part k to member j read from
-  // send_at(j, k), and one from every other member, part k from member i landing at
-  // recv_at(i, k): pieces spread over a buffer move without a copy into or out of a contiguous
-  // one. This rank's own parts are copied from send_at(my_index, k) to recv_at(my_index, k), or
-  // stay where they are where recv_at(my_index, k) is nullptr.
+  // A message of `parts` parts of `bytes` to every other member (part k to member j read from
+  // send_at(j, k)) and one from every other member (part k from member i landing at
+  // recv_at(i, k)), so that pieces spread over a buffer move without a copy. Parts must not
+  // overlap; the finders may be called from the other members' threads until the call returns.
+  // This rank's own parts are copied from send_at(my_index, k) to recv_at(my_index, k), or stay
+  // where they are where recv_at(my_index, k) is nullptr (allowed for my_index only). `what`
+  // names the collective in an error.
   virtual Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,
-                               size_t bytes, const PartAt& send_at, const PartInto& recv_at) = 0;
+                               size_t bytes, const PartAt& send_at, const PartInto& recv_at,
+                               const char* what) = 0;
   // Point to point between world ranks; `kind` is the group the call came through.
   virtual Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
                       size_t bytes) = 0;

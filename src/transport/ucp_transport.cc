@@ -586,14 +586,20 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
 
 void UcpTransport::WaitForActivity(uint64_t idle_polls) {
   if (idle_polls < kSpinPolls) return;
-  if (idle_polls < kYieldPolls || event_fd_ < 0) {
-    Backoff(idle_polls);
+  if (idle_polls < kYieldPolls) {
+    sched_yield();
     return;
   }
-  {
+  ucs_status_t armed = UCS_ERR_NO_RESOURCE;
+  if (event_fd_ >= 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // UCS_ERR_BUSY: events arrived since the last progress; the caller progresses again.
-    if (ucp_worker_arm(worker_.get()) != UCS_OK) return;
+    armed = ucp_worker_arm(worker_.get());
+  }
+  // Not armed (UCS_ERR_BUSY: events arrived since the last progress, or shared memory's sends
+  // wait for room; no descriptor): the back-off's yields and short sleeps instead.
+  if (armed != UCS_OK) {
+    Backoff(idle_polls);
+    return;
   }
   pollfd descriptor{event_fd_, POLLIN, 0};
   poll(&descriptor, 1, kEventWaitMs);
@@ -603,7 +609,7 @@ Result UcpTransport::AllGather(int rank, const GroupView& group, uint64_t sequen
                                const void* send, void* recv, size_t bytes) {
   const auto* source = static_cast<const std::byte*>(send);
   auto* target = static_cast<std::byte*>(recv);
-  return Exchange(
+  return ExchangeParts(
       rank, group, sequence, 1, bytes, [source](size_t, size_t) { return source; },
       [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-gather");
 }
@@ -612,7 +618,7 @@ Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequenc
                               void* recv, size_t bytes) {
   const auto* source = static_cast<const std::byte*>(send);
   auto* target = static_cast<std::byte*>(recv);
-  return Exchange(
+  return ExchangeParts(
       rank, group, sequence, 1, bytes,
       [source, bytes](size_t member, size_t) { return source + member * bytes; },
       [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-to-all");
@@ -620,13 +626,7 @@ Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequenc
 
 Result UcpTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
                                    size_t parts, size_t bytes, const PartAt& send_at,
-                                   const PartInto& recv_at) {
-  return Exchange(rank, group, sequence, parts, bytes, send_at, recv_at, "exchange");
-}
-
-Result UcpTransport::Exchange(int rank, const GroupView& group, uint64_t sequence, size_t parts,
-                              size_t bytes, const PartAt& send_at, const PartInto& recv_at,
-                              const char* what) {
+                                   const PartInto& recv_at, const char* what) {
   ZPP_CHECK(CheckUsable(rank));
   std::vector<Pending> pending;
   {

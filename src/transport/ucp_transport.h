@@ -66,7 +66,8 @@ class UcpTransport final : public Transport {
   // Receives posted first, then sends, then this rank's own parts; every part of one message
   // under the same tag (UCX matches a sender's messages of one tag in the order they were sent).
   Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,
-                       size_t bytes, const PartAt& send_at, const PartInto& recv_at) override;
+                       size_t bytes, const PartAt& send_at, const PartInto& recv_at,
+                       const char* what) override;
   Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
               size_t bytes) override;
   Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
@@ -98,10 +99,6 @@ class UcpTransport final : public Transport {
 
   UcpTransport(int rank, int size, std::chrono::milliseconds timeout);
 
-  // ExchangeParts, with `what` naming the collective in an error.
-  Result Exchange(int rank, const GroupView& group, uint64_t sequence, size_t parts, size_t bytes,
-                  const PartAt& send_at, const PartInto& recv_at, const char* what);
-
   // Under mutex_.
   Result PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                   std::vector<Pending>* pending);
@@ -123,7 +120,7 @@ class UcpTransport final : public Transport {
   // Drives the worker until every operation completed, a peer failed or the timeout passed.
   Result WaitAll(std::vector<Pending>* pending, const char* what);
   // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
-  // file descriptor until UCX has something to progress (at most kEventWait), so that a wait on
+  // file descriptor until UCX has something to progress (at most kEventWaitMs), so that a wait on
   // a slow link costs no core (docs/architecture.md, "The same engine on CPU processes").
   void WaitForActivity(uint64_t idle_polls);
   Result CheckUsable(int rank) const;

@@ -34,9 +34,10 @@ class WatchedTransport final : public transport::Transport {
     return inner_.AllToAll(rank, group, sequence, send, recv, bytes);
   }
   Result ExchangeParts(int rank, const transport::GroupView& group, uint64_t sequence, size_t parts,
-                       size_t bytes, const PartAt& send_at, const PartInto& recv_at) override {
+                       size_t bytes, const PartAt& send_at, const PartInto& recv_at,
+                       const char* what) override {
     Carry(rank, group, parts * bytes);
-    return inner_.ExchangeParts(rank, group, sequence, parts, bytes, send_at, recv_at);
+    return inner_.ExchangeParts(rank, group, sequence, parts, bytes, send_at, recv_at, what);
   }
   Result Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
               size_t bytes) override {
