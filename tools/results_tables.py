@@ -13,11 +13,13 @@ them from the files already recorded.
 tools/check_docs.py runs the check too, so `make test` fails on a hand-edited figure.
 """
 import argparse
+import functools
 import importlib.util
 import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 
@@ -146,18 +148,6 @@ def paired_table(root, frameworks, modes, steps):
     return "\n".join(lines) + "\n"
 
 
-def readme_paired_100(root):
-    return paired_table(root, PAIRED_100, PAIRED_100_MODES, 100)
-
-
-def readme_paired_300(root):
-    return paired_table(root, PAIRED_300, PAIRED_300_MODES, 300)
-
-
-def readme_paired_replicated(root):
-    return paired_table(root, PAIRED_REPLICATED, PAIRED_REPLICATED_MODES, 300)
-
-
 # The CPU all-reduce's own cost (issue 45): bench/netbench/all_reduce_cost_run.py's medians over
 # rounds, and the testbed's step times of two libraries side by side.
 ALL_REDUCE_COST_FILES = (("one machine, 2 simulated nodes of 2 (UCX shared memory)",
@@ -168,12 +158,6 @@ AB_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's bf16_compress_hook"), ("pl
              ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"))
 
 
-def _median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def all_reduce_cost_table(root):
     lines = ["| where | gloo | zpp old | zpp new | file |", "|---|---:|---:|---:|---|"]
     for where, name in ALL_REDUCE_COST_FILES:
@@ -181,8 +165,8 @@ def all_reduce_cost_table(root):
         cells = []
         for label in ("gloo", "old", "new"):
             mine = [r for r in runs if r["label"] == label]
-            cells.append(f"{_median(r['median_wall_ms'] for r in mine):.1f} ms, "
-                         f"{_median(r['cpu_ms_per_call_all_ranks'] for r in mine):.1f} ms CPU")
+            cells.append(f"{statistics.median(r['median_wall_ms'] for r in mine):.1f} ms, "
+                         f"{statistics.median(r['cpu_ms_per_call_all_ranks'] for r in mine):.1f} ms CPU")
         lines.append(f"| {where} | " + " | ".join(cells) + f" | `{name}` |")
     return "\n".join(lines) + "\n"
 
@@ -195,15 +179,15 @@ def all_reduce_ab_table(root):
         def steps(mode, build):
             return [r["median_step_s"] for r in runs
                     if (r["framework"], r["mode"], r["build"]) == (framework, mode, build)]
-        gloo = _median(steps("gloo", "new"))
+        gloo = statistics.median(steps("gloo", "new"))
         for mode, label in AB_LABELS:
             old, new = steps(mode, "old"), steps(mode, "new")
             if not new:
                 continue
-            median_old = f"{_median(old):.3f} s" if old else ""
+            median_old = f"{statistics.median(old):.3f} s" if old else ""
             lines.append(f"| {framework.upper()} | {label} | {', '.join(f'{v:.3f}' for v in old)} | "
                          f"{', '.join(f'{v:.3f}' for v in new)} | {median_old} | "
-                         f"{_median(new):.3f} s | {_median(new) / gloo:.2f} |")
+                         f"{statistics.median(new):.3f} s | {statistics.median(new) / gloo:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -211,9 +195,13 @@ def all_reduce_ab_table(root):
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
     ("docs/benchmarks.md", "netbench-table", "make netbench", netbench_table),
-    ("README.md", "bytes-loss-table", "tools/results_tables.py", readme_paired_100),
-    ("README.md", "deltas-loss-table", "tools/results_tables.py", readme_paired_300),
-    ("README.md", "replicated-loss-table", "tools/results_tables.py", readme_paired_replicated),
+    ("README.md", "bytes-loss-table", "tools/results_tables.py",
+     functools.partial(paired_table, frameworks=PAIRED_100, modes=PAIRED_100_MODES, steps=100)),
+    ("README.md", "deltas-loss-table", "tools/results_tables.py",
+     functools.partial(paired_table, frameworks=PAIRED_300, modes=PAIRED_300_MODES, steps=300)),
+    ("README.md", "replicated-loss-table", "tools/results_tables.py",
+     functools.partial(paired_table, frameworks=PAIRED_REPLICATED, modes=PAIRED_REPLICATED_MODES,
+                       steps=300)),
     ("README.md", "step-time-table", "tools/results_tables.py", readme_step_times),
     ("docs/benchmarks.md", "all-reduce-cost-table", "tools/results_tables.py",
      all_reduce_cost_table),
