@@ -195,10 +195,16 @@ mutant codec-scale-floor src/codec/math/block_math.h \
   'return scale < smallest ? smallest : scale;' \
   'return scale < smallest ? scale : scale;' \
   "zpp_codec_tests=*"
-mutant codec-nonfinite-blocks src/codec/math/block_math.h \
-  'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits < 0x7F800000u; }' \
-  'ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits <= 0x7F800000u; }' \
-  "zpp_codec_tests=*"
+# A NaN or Inf costs its own element only (format.h): DeepSpeed's torch.empty padding must not
+# poison the real gradients in its block.
+mutant codec-nonfinite-amax src/codec/math/block_math.h \
+  '  return IsFiniteValue(value) ? MagnitudeBits(value) : 0u;' \
+  '  return MagnitudeBits(value);' \
+  "zpp_codec_tests=*NonFinite* zpp_sim_qgz_tests=*NaN*"
+mutant codec-nonfinite-decodes-nan src/codec/math/block_math.h \
+  '  return q == NonFiniteCode(qmax) ? FloatFromBits(kCanonicalNaNBits)' \
+  '  return q == NonFiniteCode(qmax) - 1 ? FloatFromBits(kCanonicalNaNBits)' \
+  "zpp_codec_tests=*NonFinite*"
 mutant codec-int4-nibble-order src/codec/math/block_math.h \
   'return (static_cast<uint32_t>(low) & 0xFu) | ((static_cast<uint32_t>(high) & 0xFu) << 4);' \
   'return (static_cast<uint32_t>(high) & 0xFu) | ((static_cast<uint32_t>(low) & 0xFu) << 4);' \

@@ -8,15 +8,15 @@
  *   [0, S)      the scales: blocks = ceil(count / block) IEEE fp32 values, little-endian, the
  *               scale of block b at byte 4*b; then zero bytes up to S = round_up(4 * blocks, 16).
  *   [S, S + P)  the payload, element i of the piece in block i / block:
- *               int8: one byte per element, two's complement, -127..127 (-128 is never written);
+ *               int8: one byte per element, two's complement, -127..127 (-128: non-finite);
  *               int4: two elements per byte, element 2i in the low nibble and 2i+1 in the high
- *               nibble, two's complement, -7..7 (-8 is never written);
+ *               nibble, two's complement, -7..7 (-8: non-finite);
  *               int3: eight elements per three bytes, element 8i + j in bits 3j..3j+2 of the
- *               little-endian 24-bit word at bytes 3i..3i+2, two's complement, -3..3 (-4 is
- *               never written); whole groups of eight (the last one's empty places 0), so the
+ *               little-endian 24-bit word at bytes 3i..3i+2, two's complement, -3..3 (-4:
+ *               non-finite); whole groups of eight (the last one's empty places 0), so the
  *               payload is 3 * ceil(count / 8) bytes before its padding;
  *               int2: four elements per byte, element 4i + j in bits 2j and 2j+1 (j = 0..3),
- *               two's complement, -1..1 (-2 is never written: a symmetric grid of three
+ *               two's complement, -1..1 (-2: non-finite; a symmetric grid of three
  *               levels, meant for gradients whose rounding error is fed back, ZPP_QGZ_EF);
  *               then zero bytes up to P = round_up(payload bytes, 16).
  *
@@ -30,18 +30,22 @@
  *
  * Decoding: element = q * scale in fp32 (then the inverse rotation, below), rounded to nearest
  * even into the output dtype.
- *   - scale == 0: the block was all zeros (amax 0); every q is 0 and it decodes to +0.
- *   - scale is NaN (written as 0x7FC00000, its payload all zero): the block held a NaN or an
- *     infinity. The whole block decodes to NaN (the canonical quiet NaN of the output dtype:
- *     0x7FC00000, 0x7E00, 0x7FC0). A non-finite input never turns into finite values, and a NaN
- *     or Inf in one block leaves the other blocks untouched.
- *   - otherwise scale = max(amax / qmax, 2^-149) (qmax 127, 7, 3 or 1, amax the block's largest |x|
- *     after the rotation) and q = x / scale rounded to nearest even (or stochastically, which
- *     rounds up with probability equal to the fraction), clamped to +-qmax. x / scale is taken
- *     as (x * p) * fp32(1 / (scale * p)), one division per block and none per element, with
- *     p = 2^64 for scales below 2^-126 (whose reciprocal could overflow) and 1 otherwise. So
- *     |x - q * scale| <= scale / 2 up to fp32 rounding (< scale when stochastic). The 2^-149
- *     floor keeps the scale nonzero for blocks of tiny denormals; those round-trip exactly.
+ *   - the most negative code of the width (-128, -8, -4, -2) marks an element that was a NaN
+ *     or an infinity: it decodes to NaN (the canonical quiet NaN of the output dtype:
+ *     0x7FC00000, 0x7E00, 0x7FC0), whatever the scale. Only the finite elements count towards
+ *     the block's amax, so a non-finite input never turns into finite values and costs no other
+ *     element anything (a NaN in the uninitialised padding of a framework's buffer leaves the
+ *     real values beside it intact).
+ *   - scale == 0: the block had no finite nonzero value (amax 0); its finite elements are 0
+ *     and decode to +0.
+ *   - otherwise scale = max(amax / qmax, 2^-149) (qmax 127, 7, 3 or 1, amax the block's
+ *     largest finite |x| after the rotation) and q = x / scale rounded to nearest even (or
+ *     stochastically, which rounds up with probability equal to the fraction), clamped to
+ *     +-qmax. x / scale is taken as (x * p) * fp32(1 / (scale * p)), one division per block and
+ *     none per element, with p = 2^64 for scales below 2^-126 (whose reciprocal could overflow)
+ *     and 1 otherwise. So |x - q * scale| <= scale / 2 up to fp32 rounding (< scale when
+ *     stochastic). The 2^-149 floor keeps the scale nonzero for blocks of tiny denormals; those
+ *     round-trip exactly.
  *
  * The optional rotation (a flag of the format, for every width): each complete run of 32
  * elements of the piece (elements 32j..32j+31; block sizes are multiples of 32, so runs never
@@ -51,7 +55,8 @@
  * 32), the tail block, which holds that run, is not rotated at all: a rotated value is about
  * 1/sqrt(32) of the values it mixes, and one scale shared with unrotated values would leave the
  * rotated ones a few quantization steps (50 to 70% error at 4 bits). The rotation spreads an
- * outlier over its run, which cuts int4 error on heavy-tailed data (SDP4Bit, arXiv 2410.15526).
+ * outlier over its run, which cuts int4 error on heavy-tailed data (SDP4Bit, arXiv 2410.15526);
+ * it spreads a NaN or an infinity too, so a non-finite value costs its whole run of 32.
  *
  * zppPieceBytes() is the one size function; the CPU reference and the CUDA kernels both use it. */
 #ifndef ZPP_FORMAT_H_
@@ -74,8 +79,6 @@
 #define ZPP_INT4_QMAX 7
 #define ZPP_INT3_QMAX 3
 #define ZPP_INT2_QMAX 1
-/* The bit pattern of a scale that marks a non-finite block. */
-#define ZPP_NONFINITE_SCALE_BITS 0x7FC00000u
 
 #ifdef __cplusplus
 extern "C" {

@@ -29,6 +29,14 @@ struct RoundingStream {
   uint64_t first_block;
 };
 
+template <int kBits>
+__device__ constexpr int QMaxOf() {
+  return kBits == 2   ? ZPP_INT2_QMAX
+         : kBits == 3 ? ZPP_INT3_QMAX
+         : kBits == 4 ? ZPP_INT4_QMAX
+                      : ZPP_INT8_QMAX;
+}
+
 // Encodes this lane's chunk (values 0 past the piece's end) at element `first`. Every thread of
 // the thread block calls it (GroupMax); lanes past the end only help with the block's amax. The
 // lane holding a block's first chunk writes its scale; the lane holding the last chunk zeroes
@@ -41,34 +49,29 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
   uint32_t amax_bits = 0;
 #pragma unroll
   for (int i = 0; i < kChunk; ++i) {
-    const uint32_t magnitude = MagnitudeBits(values[i]);
+    const uint32_t magnitude = FiniteMagnitudeBits(values[i]);
     amax_bits = magnitude > amax_bits ? magnitude : amax_bits;
   }
   amax_bits = GroupMax(amax_bits, geometry.block / kChunk, warp_max);
   if (first >= geometry.count) return;
 
   static_assert(kChunk == 8, "int3 packs one chunk into one group of eight (format.h)");
-  constexpr int kQMax = kBits == 2   ? ZPP_INT2_QMAX
-                        : kBits == 3 ? ZPP_INT3_QMAX
-                        : kBits == 4 ? ZPP_INT4_QMAX
-                                     : ZPP_INT8_QMAX;
+  constexpr int kQMax = QMaxOf<kBits>();
   const float scale = BlockScale(amax_bits, kQMax);
   const uint64_t block_index = first >> geometry.block_shift;
   const uint32_t in_block =
       static_cast<uint32_t>(first) & static_cast<uint32_t>(geometry.block - 1);
-  int q[kChunk] = {};  // a non-finite block's integers stay 0
-  if (AmaxIsFinite(amax_bits)) {
-    const GridMap grid = GridMapOf(scale);
-    if (rounding.stochastic) {
-      const uint64_t key = BlockKey(rounding.stream_key, rounding.first_block + block_index);
+  int q[kChunk];
+  const GridMap grid = GridMapOf(scale);
+  if (rounding.stochastic) {
+    const uint64_t key = BlockKey(rounding.stream_key, rounding.first_block + block_index);
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        q[i] = QuantizeStochastic(values[i], grid, kQMax, ElementBits(key, in_block + i));
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kChunk; ++i) q[i] = QuantizeNearest(values[i], grid, kQMax);
+    for (int i = 0; i < kChunk; ++i) {
+      q[i] = QuantizeStochastic(values[i], grid, kQMax, ElementBits(key, in_block + i));
     }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) q[i] = QuantizeNearest(values[i], grid, kQMax);
   }
 
   uint8_t* payload = piece + geometry.scale_bytes;
@@ -112,6 +115,7 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
 template <int kBits>
 __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeometry& geometry,
                                             uint64_t first, float (&values)[kChunk]) {
+  constexpr int kQMax = QMaxOf<kBits>();
   const float scale = reinterpret_cast<const float*>(piece)[first >> geometry.block_shift];
   const uint8_t* payload = piece + geometry.scale_bytes;
   if constexpr (kBits == 8) {
@@ -119,7 +123,7 @@ __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeo
     const uint32_t words[2] = {packed.x, packed.y};
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      values[i] = DequantizeValue(SignExtendInt8(words[i / 4] >> (8 * (i % 4))), scale);
+      values[i] = DequantizeValue(SignExtendInt8(words[i / 4] >> (8 * (i % 4))), scale, kQMax);
     }
   } else if constexpr (kBits == 3) {
     const uint8_t* group = payload + 3 * (first / kChunk);
@@ -127,19 +131,19 @@ __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeo
                           (static_cast<uint32_t>(group[2]) << 16);
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      values[i] = DequantizeValue(SignExtendInt3(word >> (3 * i)), scale);
+      values[i] = DequantizeValue(SignExtendInt3(word >> (3 * i)), scale, kQMax);
     }
   } else if constexpr (kBits == 2) {
     const uint32_t half = *reinterpret_cast<const uint16_t*>(payload + first / 4);
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      values[i] = DequantizeValue(SignExtendInt2(half >> (2 * i)), scale);
+      values[i] = DequantizeValue(SignExtendInt2(half >> (2 * i)), scale, kQMax);
     }
   } else {
     const uint32_t word = *reinterpret_cast<const uint32_t*>(payload + first / 2);
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      values[i] = DequantizeValue(SignExtendInt4(word >> (4 * i)), scale);
+      values[i] = DequantizeValue(SignExtendInt4(word >> (4 * i)), scale, kQMax);
     }
   }
 }

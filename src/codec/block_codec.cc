@@ -46,19 +46,18 @@ void EncodeRun(const float* values, uint64_t first, size_t n, const Format& form
     const size_t length = std::min(block, n - start);
     const float* x = values + start;
     uint32_t amax_bits = 0;
-    for (size_t i = 0; i < length; ++i) amax_bits = std::max(amax_bits, MagnitudeBits(x[i]));
+    for (size_t i = 0; i < length; ++i) {
+      amax_bits = std::max(amax_bits, FiniteMagnitudeBits(x[i]));
+    }
     const float scale = BlockScale(amax_bits, qmax);
     const uint64_t block_index = (first + start) / block;
-    if (!AmaxIsFinite(amax_bits)) {
-      std::fill_n(q.begin(), length, 0);  // a non-finite block's integers are all 0
-    } else if (rounding.stochastic) {
-      const GridMap grid = GridMapOf(scale);
+    const GridMap grid = GridMapOf(scale);
+    if (rounding.stochastic) {
       const uint64_t key = BlockKey(stream_key, rounding.first_block + block_index);
       for (size_t i = 0; i < length; ++i) {
         q[i] = QuantizeStochastic(x[i], grid, qmax, ElementBits(key, static_cast<uint32_t>(i)));
       }
     } else {
-      const GridMap grid = GridMapOf(scale);
       for (size_t i = 0; i < length; ++i) q[i] = QuantizeNearest(x[i], grid, qmax);
     }
     WriteScale(piece, block_index, scale);
@@ -69,12 +68,15 @@ void EncodeRun(const float* values, uint64_t first, size_t n, const Format& form
 void DecodeRun(const std::byte* piece, const PieceLayout& layout, const Format& format,
                uint64_t first, size_t n, float* values) {
   const size_t block = static_cast<size_t>(format.block);
+  const int qmax = QMax(format.bits);
   std::array<int, kMaxRun> q;
   ReadQuantized(piece, layout, format.bits, first, n, q.data());
   for (size_t start = 0; start < n; start += block) {
     const size_t length = std::min(block, n - start);
     const float scale = ReadScale(piece, (first + start) / block);
-    for (size_t i = 0; i < length; ++i) values[start + i] = DequantizeValue(q[start + i], scale);
+    for (size_t i = 0; i < length; ++i) {
+      values[start + i] = DequantizeValue(q[start + i], scale, qmax);
+    }
   }
 }
 

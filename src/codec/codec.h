@@ -30,13 +30,13 @@ Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Forma
 // Sums k >= 1 pieces of `count` elements each in fp32, in piece order (qgZ's reduction), times
 // `scale_after_sum` (1 for a sum, 1/n for an average), into `output` (output.count == count).
 // The sum runs in the pieces' own domain (rotated or not); a rotated sum is rotated back once.
-// A sum that overflows is +-Inf; a NaN block in any piece gives NaN there.
+// A sum that overflows is +-Inf; a non-finite element in any piece gives NaN there.
 Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size_t count,
                         const Format& format, float scale_after_sum, TensorView output);
 
 // The same sum, requantized as a new piece in `out_format` (qgZ's middle step), rotating or
-// unrotating only when the two formats differ in that; a block whose sum is not finite becomes
-// a NaN block.
+// unrotating only when the two formats differ in that; an element whose sum is not finite is
+// marked non-finite (format.h).
 // Error feedback of one requantized sum (ZPP_QGZ_EF): `residual` is a piece in `format` (int8,
 // unrotated) holding what the same call's last requantization lost; `valid` false reads it as
 // zero. The op adds it to the sum before requantizing and writes this requantization's loss back

@@ -108,7 +108,11 @@ TEST(FeedbackTest, ANonFiniteSumLeavesAZeroResidual) {
             ncclSuccess);
   const std::vector<double> kept = RefDecodePiece(residual.ConstSpan(), kCount, kResidual);
   for (size_t i = 0; i < kCount; ++i) ASSERT_TRUE(std::isfinite(kept[i])) << i;
-  for (size_t i = 0; i < 256; ++i) EXPECT_EQ(kept[i], 0.0) << "the NaN block's residual";
+  EXPECT_EQ(kept[10], 0.0) << "the non-finite element's residual";
+  // Its block's finite elements keep their own losses (format.h: per-element marking).
+  size_t nonzero = 0;
+  for (size_t i = 0; i < 256; ++i) nonzero += kept[i] != 0.0;
+  EXPECT_GT(nonzero, 128u);
 }
 
 TEST(FeedbackTest, RotatedFormatsAreRefused) {

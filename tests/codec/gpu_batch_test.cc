@@ -144,7 +144,7 @@ TEST_F(GpuBatchTest, ReduceBatchesAreTheCpuBatchesBitwise) {
 
 // qgZ's error feedback (ZPP_QGZ_EF): 5 sums of 3 terms, requantized 8 -> 4 and 8 -> 2, twice:
 // first with no residual kept, then adding the residual the first wrote. The outputs and the
-// residuals are the CPU batch's, bit for bit, a tail block and a non-finite block included.
+// residuals are the CPU batch's, bit for bit, a tail block and a non-finite element included.
 TEST_F(GpuBatchTest, FeedbackBatchIsTheCpuBatchBitwise) {
   const size_t count = 1000;  // a tail block of 232
   const Format format{8, 256, false};

@@ -203,8 +203,10 @@ std::vector<double> RefDecodePiece(std::span<const std::byte> piece, size_t coun
   std::vector<double> values(count);
   for (size_t i = 0; i < count; ++i) {
     const float scale = RefScale(piece, i / static_cast<size_t>(format.block));
-    values[i] = RefQuantized(piece, count, format, i) * static_cast<double>(scale);
-    if (std::isnan(scale)) values[i] = std::numeric_limits<double>::quiet_NaN();
+    const int q = RefQuantized(piece, count, format, i);
+    values[i] = q * static_cast<double>(scale);
+    // format.h: the width's most negative code is a non-finite element.
+    if (q == -(1 << (format.bits - 1))) values[i] = std::numeric_limits<double>::quiet_NaN();
   }
   return format.rotate ? RefRotateInverse(values, static_cast<size_t>(format.block)) : values;
 }

@@ -82,7 +82,8 @@ class PieceBuffer {
 float RefScale(std::span<const std::byte> piece, size_t block_index);
 int RefQuantized(std::span<const std::byte> piece, size_t count, const Format& format,
                  size_t element);
-// The decoded piece in fp64: q * scale, then H32 on each rotated 32-run if rotated.
+// The decoded piece in fp64: q * scale (NaN for the non-finite code), then H32 on each rotated
+// 32-run if rotated.
 std::vector<double> RefDecodePiece(std::span<const std::byte> piece, size_t count,
                                    const Format& format);
 // H32 * (x / 32) on each 32-run that format.h rotates in a piece of values.size() elements in

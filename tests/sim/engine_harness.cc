@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "codec/element_io.h"
@@ -73,6 +74,9 @@ CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> values(in_count);
     for (float& v : values) v = normal(rng);
+    for (const auto& [nan_rank, nan_element] : spec.nan_inputs) {
+      if (nan_rank == rank) values.at(nan_element) = std::numeric_limits<float>::quiet_NaN();
+    }
     // Inputs and outputs where NCCL puts them, in-place layouts included.
     std::vector<uint8_t> in_storage(in_count * element + 1);
     std::vector<uint8_t> out_storage(std::max(in_count, out_count) * element + 1, 0xEE);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/collective_args.h"
@@ -35,6 +36,7 @@ struct CollectiveSpec {
   bool premul_on_device = false;  // pass `premul` as an ncclScalarDevice
   bool in_place = false;
   uint32_t seed = 1;
+  std::vector<std::pair<int, size_t>> nan_inputs;  // (rank, element): input set to NaN
 };
 
 CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape& shape,

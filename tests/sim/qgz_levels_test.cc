@@ -99,6 +99,63 @@ TEST_P(QgzLevelsTest, IntraNodeBytesAndErrorFollowEachLevelsBits) {
   }
 }
 
+// A NaN in one rank's input (DeepSpeed's torch.empty padding can hold one) reaches the output
+// where plain NCCL's sum puts it, that element only; every other element stays finite and
+// within the mode's error budget. Before per-element marking (format.h) it spoiled its block.
+TEST_P(QgzLevelsTest, ANaNInputSpoilsItsOwnElementOnly) {
+  const Case c = Cases()[GetParam()];
+  const plan::Shape shape = sim::ShapeOf(c.layout);
+  for (auto [intra, inter] : {std::pair{8, 4}, {4, 4}}) {
+    const plan::Settings settings = Qgz(intra, inter);
+    const std::string where = c.name + " qgz" + std::to_string(intra) + "/" + std::to_string(inter);
+    CollectiveSpec spec;
+    spec.op = plan::CollectiveOp::kReduceScatter;
+    spec.count = 16384;
+    spec.seed = 17;
+    const size_t poisoned = spec.count + 100;  // rank 1's chunk, element 100
+    spec.nan_inputs = {{0, poisoned}};
+    const CollectiveRun run = RunCollective(c.layout, shape, settings, spec);
+    ASSERT_EQ(run.failures, 0) << where;
+    for (size_t r = 0; r < run.output.size(); ++r) {
+      for (size_t i = 0; i < spec.count; ++i) {
+        const bool nan_expected = r * spec.count + i == poisoned;
+        ASSERT_EQ(std::isnan(ElementAt(run.output[r], ncclFloat32, i)), nan_expected)
+            << where << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+// The compressed all-reduce: the same at 8 bits; at 4 bits, rotated, the NaN's run of 32 (on one
+// node the all-reduce is not compressed: exact, the element alone).
+TEST_P(QgzLevelsTest, ANaNInputSpoilsItsOwnElementOnlyInTheAllReduce) {
+  const Case c = Cases()[GetParam()];
+  const plan::Shape shape = sim::ShapeOf(c.layout);
+  for (const int bits : {8, 4}) {
+    plan::Settings settings;
+    settings.qar = true;
+    settings.qar_bits = bits;
+    settings.min_bytes = 0;
+    settings.lossy_on_one_node = true;
+    CollectiveSpec spec;
+    spec.op = plan::CollectiveOp::kAllReduce;
+    spec.count = 65536;
+    spec.seed = 19;
+    const size_t poisoned = 5000;
+    spec.nan_inputs = {{shape.world - 1, poisoned}};
+    const CollectiveRun run = RunCollective(c.layout, shape, settings, spec);
+    ASSERT_EQ(run.failures, 0) << c.name << " ar" << bits;
+    for (size_t r = 0; r < run.output.size(); ++r) {
+      for (size_t i = 0; i < spec.count; ++i) {
+        const bool rotated = bits == 4 && shape.nodes > 1;
+        const bool nan_expected = rotated ? i / 32 == poisoned / 32 : i == poisoned;
+        ASSERT_EQ(std::isnan(ElementAt(run.output[r], ncclFloat32, i)), nan_expected)
+            << c.name << " ar" << bits << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, QgzLevelsTest,
                          ::testing::Range(0, static_cast<int>(Cases().size())),
                          [](const ::testing::TestParamInfo<int>& param) {

@@ -431,12 +431,6 @@ class Checks:
         if steps:
             row["vs_plain"] = f"skipped {steps}"
             allowed = CHANGE_STEPS if loop == "inplace_change" else []
-            known = self.known_qgz_overflows(loop, mode, run, results)
-            if known:
-                # Known bug, not hpZ's (left for its own fix, see the constant's comment):
-                # tolerated and shown, and the loss is then judged against plain without them.
-                allowed = sorted(set(allowed) | set(steps))
-                row["vs_plain"] += " (DeepSpeed overflow: qgZ padding)"
             if any(ranks != skipped[0] for ranks in skipped):
                 fail(f"the steps whose update was not applied differ between ranks: {skipped}")
                 return
@@ -446,7 +440,7 @@ class Checks:
                 fail(f"steps {steps} were skipped (the optimizer step changed no weight on any "
                      f"rank), but {where}")
                 return
-            if not known and not warn_lines(run.output.get(loop, []), "skipped", "hpz"):
+            if not warn_lines(run.output.get(loop, []), "skipped", "hpz"):
                 fail(f"steps {steps} were skipped without a WARN naming hpZ and the skip")
             reference = self.plain_without(loop, steps, fail)
             if reference is None:
@@ -472,18 +466,6 @@ class Checks:
         if not abs(relative) <= FINAL_TOLERANCE:
             fail(f"final loss {ours!r} is {relative:+.3%} from {name}'s {theirs!r} (allowed "
                  f"{FINAL_TOLERANCE:.0%})")
-
-    def known_qgz_overflows(self, loop, mode, run, results):
-        """Under DeepSpeed's zero++ only: steps DeepSpeed itself skipped as overflowed while no
-        hpZ check failed anywhere. DeepSpeed pads each gradient's partition with torch.empty
-        (runtime/comm/coalesced_collectives.py, reduce_scatter_coalesced); qgZ quantizes that
-        uninitialised padding in one block with real gradients, and a NaN or inf there makes the
-        whole block NaN (format.h's non-finite block), so DeepSpeed skips a step at random. A
-        per-element non-finite code in the codec would fix it; until then the lossless mode
-        (hpz, which never quantizes) is held strictly and zero++ is judged by its loss."""
-        return (self.framework.name == "deepspeed" and mode == "zero++"
-                and all(not failures for failures in stat(results, "hpz_verify_failures"))
-                and bool(warn_lines(run.output.get(loop, []), "overflow", "skipping step")))
 
     def plain_without(self, loop, steps, fail):
         """Plain's results with the optimizer steps `steps` dropped (run once per set)."""

@@ -24,16 +24,25 @@ ZPP_HD int QMax(int bits) {
 }
 
 // |x| as bits. For non-negative floats the unsigned order of the bits is the order of the values,
-// and Inf and NaN sort above every finite value, so a max over these is the block's amax and
-// says at once whether the block is finite.
+// and Inf and NaN sort above every finite value.
 ZPP_HD uint32_t MagnitudeBits(float value) { return FloatBits(value) & 0x7FFFFFFFu; }
 
-ZPP_HD bool AmaxIsFinite(uint32_t amax_bits) { return amax_bits < 0x7F800000u; }
+ZPP_HD bool IsFiniteValue(float value) { return MagnitudeBits(value) < 0x7F800000u; }
 
-// format.h: NaN marks a non-finite block, 0 an all-zero block, otherwise amax / qmax floored at
-// the smallest denormal (a block of tiny denormals would otherwise get scale 0 and lose them).
+// What a value adds to its block's amax: a non-finite value adds nothing, so one NaN or Inf costs
+// its own element only (format.h), never its block's finite neighbours.
+ZPP_HD uint32_t FiniteMagnitudeBits(float value) {
+  return IsFiniteValue(value) ? MagnitudeBits(value) : 0u;
+}
+
+// format.h: the integer that marks a non-finite element, the one code a symmetric grid of
+// +-qmax leaves free in its width.
+ZPP_HD int NonFiniteCode(int qmax) { return -qmax - 1; }
+
+// format.h: 0 for an all-zero block (or one with no finite value), otherwise amax / qmax floored
+// at the smallest denormal (a block of tiny denormals would otherwise get scale 0 and lose them).
+// amax_bits is a max of FiniteMagnitudeBits, so always finite.
 ZPP_HD float BlockScale(uint32_t amax_bits, int qmax) {
-  if (!AmaxIsFinite(amax_bits)) return FloatFromBits(ZPP_NONFINITE_SCALE_BITS);
   if (amax_bits == 0) return 0.0f;
   const float scale = FloatFromBits(amax_bits) / static_cast<float>(qmax);
   const float smallest = FloatFromBits(1u);  // 2^-149
@@ -54,8 +63,7 @@ ZPP_HD int ClampToQMax(int q, int qmax) { return q > qmax ? qmax : (q < -qmax ? 
 // multiplies and no division (a correctly rounded division is a dozen instructions on the GPU,
 // where the quantize kernels must keep up with memory) and no branch. pre_scale is 2^64 for
 // scales below 2^-126, whose reciprocal could overflow, and 1 otherwise; both scalings by a
-// power of two are exact. A zero scale (all-zero block) maps everything to 0. Non-finite blocks
-// (NaN scale) never get here: their integers are all 0.
+// power of two are exact. A zero scale (all-zero block) maps every finite value to 0.
 struct GridMap {
   float pre_scale;
   float inverse;
@@ -71,15 +79,18 @@ ZPP_HD GridMap GridMapOf(float scale) {
 // x / scale to within two fp32 roundings (|q| <= 127: under 2^-16 of a step).
 ZPP_HD float ToGrid(float value, GridMap grid) { return (value * grid.pre_scale) * grid.inverse; }
 
-// q = round(x / scale), half to even, for a finite block. |x / scale| <= qmax (1 + 2^-22) by
-// construction of the scale; the clamp is only a guard.
+// q = round(x / scale), half to even. |x / scale| <= qmax (1 + 2^-22) by construction of the
+// scale; the clamp is only a guard. A non-finite x gets the marker before any conversion to int
+// (converting a NaN is undefined).
 ZPP_HD int QuantizeNearest(float value, GridMap grid, int qmax) {
+  if (!IsFiniteValue(value)) return NonFiniteCode(qmax);
   return ClampToQMax(static_cast<int>(RoundHalfEven(ToGrid(value, grid))), qmax);
 }
 
 // Stochastic rounding: v = x / scale rounds up with probability frac(v), decided by 24 random
 // bits, so E[q] = v (to 2^-24) and |x - q * scale| < scale.
 ZPP_HD int QuantizeStochastic(float value, GridMap grid, int qmax, uint32_t random_bits) {
+  if (!IsFiniteValue(value)) return NonFiniteCode(qmax);
   const float scaled = ToGrid(value, grid);
   int lower = static_cast<int>(scaled);  // truncation; |scaled| is far below 2^31
   if (static_cast<float>(lower) > scaled) --lower;
@@ -88,7 +99,11 @@ ZPP_HD int QuantizeStochastic(float value, GridMap grid, int qmax, uint32_t rand
   return ClampToQMax(lower + (uniform < fraction ? 1 : 0), qmax);
 }
 
-ZPP_HD float DequantizeValue(int q, float scale) { return static_cast<float>(q) * scale; }
+// The marker decodes to the canonical NaN (float_bits.h), whatever the block's scale.
+ZPP_HD float DequantizeValue(int q, float scale, int qmax) {
+  return q == NonFiniteCode(qmax) ? FloatFromBits(kCanonicalNaNBits)
+                                  : static_cast<float>(q) * scale;
+}
 
 // int4: element 2i in the low nibble, 2i+1 in the high nibble, two's complement.
 ZPP_HD uint32_t PackInt4Pair(int low, int high) {
