@@ -90,7 +90,8 @@ PAIRED_300_MODES = (("int4+ef", "int4 + error feedback"),
                     ("delta4", "4-bit weight deltas + zero++"),
                     ("delta4+ef3+min0", "4-bit deltas, 3-bit gradients + feedback, `min0`"),
                     ("delta4+ef2+min0", "4-bit deltas, 2-bit gradients + feedback, `min0`"))
-PAIRED_REPLICATED = (("ddp", "DDP", ("convergence_paired_cpu_ddp_300.json",)),
+PAIRED_REPLICATED = (("ddp", "DDP", ("convergence_paired_cpu_ddp_300.json",
+                                      "convergence_paired_cpu_ddp_hooks_300.json")),
                      ("hsdp", "HSDP", ("convergence_paired_cpu_hsdp_300.json",)))
 PAIRED_REPLICATED_MODES = (("ar8", "`ar8` (`ZPP_QAR=1`)"),
                            ("ar4+ef", "`ar4+ef` (4 bits, `ZPP_QAR_EF=1`)"),
