@@ -36,33 +36,6 @@ Result InProcessTransport::Missed(const char* collective, GroupKind kind, int ra
   return ncclRemoteError;
 }
 
-Result InProcessTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
-                                     const void* send, void* recv, size_t bytes) {
-  Rendezvous& rendezvous = GroupRendezvous(group);
-  const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
-  if (all == nullptr) return Missed("all-gather", group.kind, rank, sequence);
-  for (size_t peer = 0; peer < group.members.size(); ++peer) {
-    char* dst = static_cast<char*>(recv) + peer * bytes;
-    if (all->send[peer] != dst) std::memmove(dst, all->send[peer], bytes);
-  }
-  if (!rendezvous.Depart(sequence)) return Missed("all-gather", group.kind, rank, sequence);
-  return ncclSuccess;
-}
-
-Result InProcessTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence,
-                                    const void* send, void* recv, size_t bytes) {
-  Rendezvous& rendezvous = GroupRendezvous(group);
-  const Rendezvous::Buffers* all = rendezvous.Arrive(sequence, group.my_index, send, recv);
-  if (all == nullptr) return Missed("all-to-all", group.kind, rank, sequence);
-  for (size_t peer = 0; peer < group.members.size(); ++peer) {
-    const char* src = static_cast<const char*>(all->send[peer]) + group.my_index * bytes;
-    std::memcpy(static_cast<char*>(recv) + peer * bytes, src, bytes);
-  }
-  // Every member has read this rank's send buffer: it may be overwritten (in-place callers).
-  if (!rendezvous.Depart(sequence)) return Missed("all-to-all", group.kind, rank, sequence);
-  return ncclSuccess;
-}
-
 Result InProcessTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
                                          size_t parts, size_t bytes, const PartAt& send_at,
                                          const PartInto& recv_at, const char* what) {

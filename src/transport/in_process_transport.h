@@ -20,10 +20,6 @@ class InProcessTransport final : public Transport {
   InProcessTransport();
   explicit InProcessTransport(std::chrono::milliseconds deadline) : deadline_(deadline) {}
 
-  Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                   void* recv, size_t bytes) override;
-  Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
-                  size_t bytes) override;
   Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,
                        size_t bytes, const PartAt& send_at, const PartInto& recv_at,
                        const char* what) override;

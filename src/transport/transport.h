@@ -48,13 +48,6 @@ class Transport {
   // Why the transport broke ("" while it works): the error a caller shows its user.
   virtual std::string Failure() const { return ""; }
 
-  // recv holds members.size() pieces of `bytes`, piece i from member i; send may be piece
-  // my_index of recv (in place).
-  virtual Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                           void* recv, size_t bytes) = 0;
-  // Piece j of send goes to member j and lands as piece my_index of its recv.
-  virtual Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                          void* recv, size_t bytes) = 0;
   // Where part k of the message to or from group member i sits.
   using PartAt = std::function<const std::byte*(size_t member, size_t part)>;
   using PartInto = std::function<std::byte*(size_t member, size_t part)>;
@@ -73,6 +66,30 @@ class Transport {
                       size_t bytes) = 0;
   virtual Result Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
                       size_t bytes) = 0;
+
+  // The two dense forms, one part per member: every group collective is an ExchangeParts, so
+  // members of one call always meet in the same form.
+  // recv holds members.size() pieces of `bytes`, piece i from member i; send may be piece
+  // my_index of recv (in place).
+  Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
+                   void* recv, size_t bytes) {
+    const auto* source = static_cast<const std::byte*>(send);
+    auto* target = static_cast<std::byte*>(recv);
+    return ExchangeParts(
+        rank, group, sequence, 1, bytes, [source](size_t, size_t) { return source; },
+        [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-gather");
+  }
+  // Piece j of send goes to member j and lands as piece my_index of its recv (send and recv do
+  // not overlap).
+  Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
+                  size_t bytes) {
+    const auto* source = static_cast<const std::byte*>(send);
+    auto* target = static_cast<std::byte*>(recv);
+    return ExchangeParts(
+        rank, group, sequence, 1, bytes,
+        [source, bytes](size_t member, size_t) { return source + member * bytes; },
+        [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-to-all");
+  }
 };
 
 }  // namespace zpp::transport

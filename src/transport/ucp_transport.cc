@@ -605,25 +605,6 @@ void UcpTransport::WaitForActivity(uint64_t idle_polls) {
   poll(&descriptor, 1, kEventWaitMs);
 }
 
-Result UcpTransport::AllGather(int rank, const GroupView& group, uint64_t sequence,
-                               const void* send, void* recv, size_t bytes) {
-  const auto* source = static_cast<const std::byte*>(send);
-  auto* target = static_cast<std::byte*>(recv);
-  return ExchangeParts(
-      rank, group, sequence, 1, bytes, [source](size_t, size_t) { return source; },
-      [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-gather");
-}
-
-Result UcpTransport::AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                              void* recv, size_t bytes) {
-  const auto* source = static_cast<const std::byte*>(send);
-  auto* target = static_cast<std::byte*>(recv);
-  return ExchangeParts(
-      rank, group, sequence, 1, bytes,
-      [source, bytes](size_t member, size_t) { return source + member * bytes; },
-      [target, bytes](size_t member, size_t) { return target + member * bytes; }, "all-to-all");
-}
-
 Result UcpTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,
                                    size_t parts, size_t bytes, const PartAt& send_at,
                                    const PartInto& recv_at, const char* what) {

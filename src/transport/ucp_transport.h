@@ -59,10 +59,6 @@ class UcpTransport final : public Transport {
   void BeginCall(const CallLabel& label) override;
   std::string Failure() const override;
 
-  Result AllGather(int rank, const GroupView& group, uint64_t sequence, const void* send,
-                   void* recv, size_t bytes) override;
-  Result AllToAll(int rank, const GroupView& group, uint64_t sequence, const void* send, void* recv,
-                  size_t bytes) override;
   // Receives posted first, then sends, then this rank's own parts; every part of one message
   // under the same tag (UCX matches a sender's messages of one tag in the order they were sent).
   Result ExchangeParts(int rank, const GroupView& group, uint64_t sequence, size_t parts,

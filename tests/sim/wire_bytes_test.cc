@@ -17,22 +17,13 @@
 namespace zpp::sim {
 namespace {
 
-// The in-process transport, counting what each rank hands it for each other rank.
+// The in-process transport, counting what each rank hands it for each other rank (every group
+// collective is an ExchangeParts).
 class WatchedTransport final : public transport::Transport {
  public:
   explicit WatchedTransport(const ClusterLayout& layout)
       : layout_(layout), carried_(static_cast<size_t>(layout.world_size())) {}
 
-  Result AllGather(int rank, const transport::GroupView& group, uint64_t sequence, const void* send,
-                   void* recv, size_t bytes) override {
-    Carry(rank, group, bytes);
-    return inner_.AllGather(rank, group, sequence, send, recv, bytes);
-  }
-  Result AllToAll(int rank, const transport::GroupView& group, uint64_t sequence, const void* send,
-                  void* recv, size_t bytes) override {
-    Carry(rank, group, bytes);
-    return inner_.AllToAll(rank, group, sequence, send, recv, bytes);
-  }
   Result ExchangeParts(int rank, const transport::GroupView& group, uint64_t sequence, size_t parts,
                        size_t bytes, const PartAt& send_at, const PartInto& recv_at,
                        const char* what) override {
