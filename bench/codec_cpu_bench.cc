@@ -10,6 +10,7 @@
 #include "checked_reporter.h"
 #include "codec/codec.h"
 #include "codec/math/codec_math.h"
+#include "common/nccl_types.h"
 
 namespace zpp::codec {
 namespace {
@@ -19,7 +20,6 @@ constexpr size_t kCount = size_t{1} << 22;  // 16 MiB of fp32: past the caches
 ncclDataType_t DtypeOf(int64_t index) {
   return index == 0 ? ncclFloat32 : index == 1 ? ncclFloat16 : ncclBfloat16;
 }
-size_t ElementBytes(ncclDataType_t dtype) { return dtype == ncclFloat32 ? 4 : 2; }
 
 // 16-byte aligned bytes (std::vector<std::byte> alone promises only operator new's alignment).
 struct AlignedBytes {
@@ -36,7 +36,7 @@ struct AlignedBytes {
 
 // Gaussian values in `dtype`.
 AlignedBytes RandomTensor(ncclDataType_t dtype, size_t count, uint64_t seed) {
-  AlignedBytes tensor(count * ElementBytes(dtype));
+  AlignedBytes tensor(count * NcclTypeBytes(dtype));
   std::mt19937_64 generator(seed);
   std::normal_distribution<float> normal;
   for (size_t i = 0; i < count; ++i) {
@@ -102,7 +102,7 @@ void BM_Quantize(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(input.size + piece.size));
-  AlignedBytes output(kCount * ElementBytes(dtype));
+  AlignedBytes output(kCount * NcclTypeBytes(dtype));
   const PlacedPiece placed{piece.Span(), 0};
   if (Failed(state, Dequantize({&placed, 1}, kCount, format, {output.data, dtype, kCount}))) return;
   CheckRoundTrip(state, input, output, dtype, format.bits);
@@ -114,7 +114,7 @@ void BM_Dequantize(benchmark::State& state) {
   AlignedBytes input = RandomTensor(dtype, kCount, 2);
   AlignedBytes piece(PieceBytes(kCount, dtype, format));
   if (Failed(state, Quantize({input.data, dtype, kCount}, format, {}, piece.Span()))) return;
-  AlignedBytes output(kCount * ElementBytes(dtype));
+  AlignedBytes output(kCount * NcclTypeBytes(dtype));
   const PlacedPiece placed{piece.Span(), 0};
   for (auto _ : state) {
     if (Failed(state, Dequantize({&placed, 1}, kCount, format, {output.data, dtype, kCount}))) {

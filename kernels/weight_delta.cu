@@ -119,7 +119,7 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
     ZPP_CHECK(detail::CheckLaunch(kApi));
   }
   return FingerprintBatch(static_cast<const std::byte*>(reference.data),
-                          reference.count * ElementBytes(reference.dtype), 1, 0,
+                          reference.count * NcclTypeBytes(reference.dtype), 1, 0,
                           message.data() + piece, sizeof(uint64_t), stream);
 }
 
@@ -135,7 +135,7 @@ Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint3
                 "aligned)" ZPP_BUG_REPORT,
                 kApi, held.size(), static_cast<void*>(held.data()), items);
   if (items == 0) return ncclSuccess;
-  const size_t element = ElementBytes(reference.dtype);
+  const size_t element = NcclTypeBytes(reference.dtype);
   ZPP_CHECK(FingerprintBatch(static_cast<const std::byte*>(reference.data), count * element, items,
                              count * element, held.data(), sizeof(uint64_t), stream));
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);

@@ -24,7 +24,7 @@ std::vector<float> HeldInput(int rank, size_t count, ncclDataType_t dtype) {
   std::normal_distribution<float> normal;
   std::vector<float> values(count);
   for (float& v : values) v = normal(generator);
-  std::vector<uint8_t> held(count * codec::ElementBytes(dtype));
+  std::vector<uint8_t> held(count * NcclTypeBytes(dtype));
   codec::StoreElements(held.data(), dtype, 0, count, values.data());
   codec::LoadElements(held.data(), dtype, 0, count, values.data());
   return values;

@@ -156,7 +156,7 @@ Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const 
 
 Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = options_.ranks;
-  const size_t element = codec::ElementBytes(what.dtype);
+  const size_t element = NcclTypeBytes(what.dtype);
   const size_t in_count = InputCount(what, n);
   const size_t out_count = OutputCount(what, n);
   ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");

@@ -64,7 +64,7 @@ std::string SimRunner::time_note() const {
 
 Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = layout_.world_size();
-  const size_t element = codec::ElementBytes(what.dtype);
+  const size_t element = NcclTypeBytes(what.dtype);
   const size_t in_count = InputCount(what, n);
   const size_t out_count = OutputCount(what, n);
   const plan::Shape shape = sim::ShapeOf(layout_);

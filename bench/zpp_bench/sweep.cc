@@ -37,7 +37,7 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
                 const std::function<void(const Row&)>& on_row, std::vector<Row>* rows) {
   const uint64_t n = static_cast<uint64_t>(runner.world_size());
   for (ncclDataType_t dtype : options.dtypes) {
-    const uint64_t element = codec::ElementBytes(dtype);
+    const uint64_t element = NcclTypeBytes(dtype);
     for (plan::CollectiveOp op : options.ops) {
       for (const std::string& mode : options.modes) {
         plan::Settings settings = options.base;

@@ -9,15 +9,14 @@
 #include <cstring>
 
 #include "codec/math/codec_math.h"
+#include "common/nccl_types.h"
 
 namespace zpp::codec {
-
-inline size_t ElementBytes(ncclDataType_t dtype) { return dtype == ncclFloat32 ? 4 : 2; }
 
 // values[i] = element first + i, widened exactly.
 inline void LoadElements(const void* data, ncclDataType_t dtype, size_t first, size_t n,
                          float* values) {
-  const auto* bytes = static_cast<const std::byte*>(data) + first * ElementBytes(dtype);
+  const auto* bytes = static_cast<const std::byte*>(data) + first * NcclTypeBytes(dtype);
   if (dtype == ncclFloat32) {
     std::memcpy(values, bytes, n * sizeof(float));
     return;
@@ -51,7 +50,7 @@ inline void AddElements(const void* data, ncclDataType_t dtype, size_t n, float*
 // Element first + i = values[i], rounded to nearest even into the dtype, NaN canonical.
 inline void StoreElements(void* data, ncclDataType_t dtype, size_t first, size_t n,
                           const float* values) {
-  auto* bytes = static_cast<std::byte*>(data) + first * ElementBytes(dtype);
+  auto* bytes = static_cast<std::byte*>(data) + first * NcclTypeBytes(dtype);
   for (size_t i = 0; i < n; ++i) {
     if (dtype == ncclFloat32) {
       const float value = CanonicalizeNaN(values[i]);

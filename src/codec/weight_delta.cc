@@ -64,7 +64,7 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
                      message.first(piece)));
   uint64_t fingerprint = 0;
   ZPP_CHECK(Fingerprint({static_cast<const std::byte*>(reference.data),
-                         reference.count * ElementBytes(reference.dtype)},
+                         reference.count * NcclTypeBytes(reference.dtype)},
                         &fingerprint));
   std::memcpy(message.data() + piece, &fingerprint, sizeof fingerprint);
   std::memset(message.data() + piece + sizeof fingerprint, 0,
@@ -78,7 +78,7 @@ Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint3
   ZPP_CHECK(CheckApplyDeltaBatch("codec::ApplyDeltaBatch", messages, stride, items, count, format,
                                  reference, failures));
   const uint64_t piece = PieceBytes(count, reference.dtype, format);
-  const size_t element = ElementBytes(reference.dtype);
+  const size_t element = NcclTypeBytes(reference.dtype);
   std::vector<float> delta(count);
   std::vector<float> base(count);
   for (uint32_t item = 0; item < items; ++item) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/nccl_types.h"
 #include "plan/planner.h"
 #include "zpp/format.h"
 
@@ -10,11 +11,9 @@ namespace {
 
 using plan::PlanKind;
 
-uint64_t ElementBytes(ncclDataType_t dtype) { return dtype == ncclFloat32 ? 4 : 2; }
-
 // The bytes one rank contributes per peer: a piece at `bits`, or the raw elements when 0.
 uint64_t Contribution(const plan::Call& call, int bits, int block) {
-  if (bits == 0) return call.count * ElementBytes(call.dtype);
+  if (bits == 0) return call.count * NcclTypeBytes(call.dtype);
   return zppPieceBytes(call.count, call.dtype, bits, block);
 }
 

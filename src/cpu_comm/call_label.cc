@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/hash.h"
+
 namespace zpp::cpu {
 namespace {
 
@@ -16,13 +18,8 @@ enum class CallKind : uint32_t {
 
 // FNV-1a over the values every rank must agree on.
 uint32_t Signature(CallKind kind, std::initializer_list<uint64_t> values) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (uint64_t value : values) {
-    for (int byte = 0; byte < 8; ++byte) {
-      hash ^= (value >> (8 * byte)) & 0xff;
-      hash *= 0x100000001b3ull;
-    }
-  }
+  uint64_t hash = kFnv1a64Offset;
+  for (uint64_t value : values) hash = Fnv1a64Word(hash, value);
   return static_cast<uint32_t>(kind) | static_cast<uint32_t>((hash ^ (hash >> 32)) << 3);
 }
 

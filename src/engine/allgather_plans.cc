@@ -12,7 +12,7 @@ codec::Format WeightFormat(const plan::Plan& plan) {
 
 // The bytes one rank contributes to the gathers: a piece, or the raw shard when unquantized.
 size_t ContributionBytes(const plan::Plan& plan, const AllGatherArgs& args) {
-  if (plan.bits_inter == 0) return args.count * codec::ElementBytes(args.dtype);
+  if (plan.bits_inter == 0) return args.count * NcclTypeBytes(args.dtype);
   return codec::PieceBytes(args.count, args.dtype, WeightFormat(plan));
 }
 

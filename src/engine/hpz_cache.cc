@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "common/hash.h"
 #include "engine/allgather_plans.h"
 #include "log/log.h"
 #include "plan/planner.h"
@@ -29,11 +30,6 @@ static_assert(offsetof(EpochRecord, choices) == offsetof(EpochRecord, failures) 
 
 // Fingerprint slots an epoch starts with; the next epoch gets twice the calls of the last.
 constexpr size_t kMinSlots = 256;
-
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xBF58476D1CE4E5B9ull;
-}
 
 size_t ShardBytes(const AllGatherArgs& args) { return args.count * plan::DtypeBytes(args.dtype); }
 
@@ -316,9 +312,10 @@ int HpzCache::Pair(const AllGatherArgs& args, bool slot) {
   if (pass != TrainingPass::kUnknown) last_pass_ = pass;
   int root = pass == TrainingPass::kBackward ? PairedFill(shape) : -1;
   if (!slot) root = -1;  // no fingerprint to verify the hit with
-  decisions_hash_ = Mix(Mix(Mix(decisions_hash_, shape.first),
-                            static_cast<uint64_t>(shape.second) * 4 + static_cast<int>(pass)),
-                        root >= 0 ? 1 : 0);
+  decisions_hash_ =
+      HashCombine(HashCombine(HashCombine(decisions_hash_, shape.first),
+                              static_cast<uint64_t>(shape.second) * 4 + static_cast<int>(pass)),
+                  root >= 0 ? 1 : 0);
   return root;
 }
 

@@ -19,7 +19,7 @@ Result WeightDeltas::RunFill(PlanContext& context, const plan::Plan& plan,
   Backend& backend = context.backend;
   const int nodes = backend.GroupSize(GroupKind::kInterNode);
   const int node = backend.GroupRank(GroupKind::kInterNode);
-  const size_t shard = args.count * codec::ElementBytes(args.dtype);
+  const size_t shard = args.count * NcclTypeBytes(args.dtype);
   const size_t partition = shard * static_cast<size_t>(nodes);
   StepSlots::Slot slot;
   ZPP_CHECK(slots_.Take(args.count, args.dtype, partition, &slot));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/hash.h"
 #include "topology/grouping.h"
 #include "topology/plan_shape.h"
 #include "topology/rank_record.h"
@@ -86,7 +87,7 @@ plan::Shape ShapeOf(const ClusterLayout& layout) {
   for (int node : layout.node_of_rank) {
     topology::RankRecordInputs inputs;
     inputs.host.name = "sim-node" + std::to_string(node);
-    inputs.host.hash = topology::Fnv1a64(inputs.host.name);
+    inputs.host.hash = Fnv1a64(inputs.host.name);
     inputs.rack = {"rack" + std::to_string(layout.rack_of_node[node]), topology::RackSource::kEnv};
     records.push_back(topology::MakeRankRecord(inputs, topology::LocalPicture{}));
   }

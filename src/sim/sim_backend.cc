@@ -249,7 +249,7 @@ Result SimBackend::LaunchChecked(Stream& stream, std::function<Result()> work) {
 
 Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t dtype,
                                  float scale, GroupKind kind, Stream& stream) {
-  const size_t out_bytes = count * codec::ElementBytes(dtype);
+  const size_t out_bytes = count * NcclTypeBytes(dtype);
   Uses(stream, "ReduceScatter",
        {{send, out_bytes * GroupSize(kind), false}, {recv, out_bytes, true}});
   if (dtype != ncclFloat32 && dtype != ncclFloat16 && dtype != ncclBfloat16) {
@@ -259,7 +259,7 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
   }
   const Group& g = group(kind);
   const uint64_t sequence = sequences_.collectives[static_cast<int>(kind)]++;
-  const size_t chunk_bytes = count * codec::ElementBytes(dtype);
+  const size_t chunk_bytes = count * NcclTypeBytes(dtype);
   CountRing(g, chunk_bytes);  // a ring reduce-scatter moves what an all-gather of a chunk does
   transport::Transport& transport = world_.transport();
   if (TwoLevel(kind)) {
@@ -293,7 +293,7 @@ Result SimBackend::QuantizeBatch(codec::ConstTensorView input, size_t count,
                                  const codec::Rounding& rounding, std::span<std::byte> pieces,
                                  Stream& stream) {
   Uses(stream, "QuantizeBatch",
-       {{input.data, input.count * codec::ElementBytes(input.dtype), false},
+       {{input.data, input.count * NcclTypeBytes(input.dtype), false},
         {pieces.data(), pieces.size(), true}});
   return LaunchChecked(
       stream, [=] { return codec::QuantizeBatch(input, count, map, format, rounding, pieces); });
@@ -304,7 +304,7 @@ Result SimBackend::DequantizeBatch(std::span<const std::byte> pieces, size_t cou
                                    codec::TensorView output, Stream& stream) {
   Uses(stream, "DequantizeBatch",
        {{pieces.data(), pieces.size(), false},
-        {output.data, output.count * codec::ElementBytes(output.dtype), true}});
+        {output.data, output.count * NcclTypeBytes(output.dtype), true}});
   return LaunchChecked(stream,
                        [=] { return codec::DequantizeBatch(pieces, count, map, format, output); });
 }
@@ -315,7 +315,7 @@ Result SimBackend::DequantizeReduceBatch(std::span<const std::byte> pieces,
                                          codec::TensorView output, Stream& stream) {
   Uses(stream, "DequantizeReduceBatch",
        {{pieces.data(), pieces.size(), false},
-        {output.data, output.count * codec::ElementBytes(output.dtype), true}});
+        {output.data, output.count * NcclTypeBytes(output.dtype), true}});
   return LaunchChecked(stream, [=] {
     return codec::DequantizeReduceBatch(pieces, batch, count, format, scale_after_sum, output);
   });
@@ -352,7 +352,7 @@ Result SimBackend::DequantizeReduceRequantizeFeedbackBatch(
 Result SimBackend::EncodeDelta(codec::ConstTensorView weights, codec::ConstTensorView reference,
                                const codec::Format& format, std::span<std::byte> message,
                                Stream& stream) {
-  const size_t element = codec::ElementBytes(weights.dtype);
+  const size_t element = NcclTypeBytes(weights.dtype);
   Uses(stream, "EncodeDelta",
        {{weights.data, weights.count * element, false},
         {reference.data, reference.count * element, false},
@@ -370,7 +370,7 @@ Result SimBackend::ApplyDeltaBatch(std::span<const std::byte> messages, size_t s
   Uses(stream, "ApplyDeltaBatch",
        {{messages.data(), messages.size(), false},
         {held.data(), held.size(), true},
-        {reference.data, reference.count * codec::ElementBytes(reference.dtype), true},
+        {reference.data, reference.count * NcclTypeBytes(reference.dtype), true},
         {failures, sizeof(uint32_t), true}});
   return LaunchChecked(stream, [=] {
     return codec::ApplyDeltaBatch(messages, stride, items, count, format, reference, failures);
@@ -450,8 +450,8 @@ namespace zpp::sim {
 
 Result SimBackend::ScaleByDeviceScalar(codec::TensorView data, const void* scalar, Stream& stream) {
   Uses(stream, "ScaleByDeviceScalar",
-       {{scalar, codec::ElementBytes(data.dtype), false},
-        {data.data, data.count * codec::ElementBytes(data.dtype), true}});
+       {{scalar, NcclTypeBytes(data.dtype), false},
+        {data.data, data.count * NcclTypeBytes(data.dtype), true}});
   return LaunchChecked(stream, [data, scalar] {
     float factor = 0;
     codec::LoadElements(scalar, data.dtype, 0, 1, &factor);

@@ -43,7 +43,7 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
   const TwoLevelLayout& layout = *call.layout;
   const size_t n = static_cast<size_t>(layout.nodes);
   const size_t g = static_cast<size_t>(layout.ranks_per_node);
-  const size_t chunk = count * codec::ElementBytes(dtype);
+  const size_t chunk = count * NcclTypeBytes(dtype);
   const auto* input = static_cast<const std::byte*>(send);
   const auto me = static_cast<size_t>(call.intra.my_index);
   const auto my_node = static_cast<size_t>(call.inter.my_index);

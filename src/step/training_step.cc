@@ -9,6 +9,7 @@
 
 #include "codec/codec.h"
 #include "codec/element_io.h"
+#include "common/hash.h"
 #include "engine/engine.h"
 #include "epoch/step_epoch.h"
 #include "sim/sim_backend.h"
@@ -81,16 +82,11 @@ float ShardValue(const TrainingSpec& spec, int rank, size_t layer, int step, siz
   return UpdatedWeight(spec, rank, twin ? 0 : layer, step, i);
 }
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xBF58476D1CE4E5B9ull;
-}
-
 }  // namespace
 
 TrainingResult RunTraining(const TrainingSpec& spec) {
   const int n = spec.layout.world_size();
-  const size_t element = codec::ElementBytes(spec.dtype);
+  const size_t element = NcclTypeBytes(spec.dtype);
   const size_t layers = spec.layer_counts.size();
   size_t model_shard_bytes = 0;
   for (size_t count : spec.layer_counts) model_shard_bytes += count * element;
@@ -191,7 +187,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
       uint64_t fingerprint = 0;
       codec::Fingerprint({reinterpret_cast<const std::byte*>(output.data()), output.size()},
                          &fingerprint);
-      digest = Mix(digest, fingerprint);
+      digest = HashCombine(digest, fingerprint);
       const size_t count = spec.layer_counts[l];
       bool has_nan = false;
       std::vector<float> got(count * n);
@@ -338,7 +334,7 @@ TrainingResult RunTraining(const TrainingSpec& spec) {
   for (int r = 0; r < n; ++r) {
     result.nan_outputs += result.nan_outputs_per_rank[r];
     result.stale_outputs += result.stale_outputs_per_rank[r];
-    result.output_digest = Mix(result.output_digest, digests[r]);
+    result.output_digest = HashCombine(result.output_digest, digests[r]);
   }
   result.ranks_gathered_alike =
       std::all_of(digests.begin(), digests.end(), [&](uint64_t d) { return d == digests[0]; });

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/hash.h"
 #include "common/text.h"
 
 namespace zpp::topology {
@@ -19,15 +20,6 @@ std::string ReadBootId() {
 }
 
 }  // namespace
-
-uint64_t Fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : bytes) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 HostIdentity DiscoverHostIdentity(const config::EnvLookup& env) {
   HostIdentity identity;

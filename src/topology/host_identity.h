@@ -17,9 +17,6 @@ struct HostIdentity {
   std::string basis;  // what was hashed, for the log ("NCCL_HOSTID", "hostname+boot_id")
 };
 
-// 64-bit FNV-1a: stable across processes, builds and machines (std::hash is not).
-uint64_t Fnv1a64(std::string_view bytes);
-
 // Reads NCCL_HOSTID through `env`, the host name and /proc/sys/kernel/random/boot_id.
 HostIdentity DiscoverHostIdentity(const config::EnvLookup& env);
 

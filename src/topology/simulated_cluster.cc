@@ -1,5 +1,6 @@
 #include "topology/simulated_cluster.h"
 
+#include "common/hash.h"
 #include "topology/str_cat.h"
 
 namespace zpp::topology {

@@ -36,7 +36,7 @@ std::vector<std::byte> Weights(ncclDataType_t dtype, size_t count, uint32_t seed
   for (int s = 0; s < step; ++s) {
     for (float& v : values) v += update(rng);
   }
-  std::vector<std::byte> bytes(count * ElementBytes(dtype));
+  std::vector<std::byte> bytes(count * NcclTypeBytes(dtype));
   StoreElements(bytes.data(), dtype, 0, count, values.data());
   return bytes;
 }
@@ -55,10 +55,10 @@ struct HostArea {
 TEST_F(GpuWeightDeltaTest, EncodeIsTheCpuMessageBitwise) {
   const size_t count = 1000;  // a tail block
   for (const ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    const size_t bytes = count * ElementBytes(dtype);
+    const size_t bytes = count * NcclTypeBytes(dtype);
     for (const int bits : {8, 4, 3, 2}) {
       for (const bool rotate : {false, true}) {
-        for (const size_t offset : {size_t{0}, ElementBytes(dtype)}) {
+        for (const size_t offset : {size_t{0}, NcclTypeBytes(dtype)}) {
           const Format format{bits, rotate ? 32 : 256, rotate};
           const size_t message = DeltaMessageBytes(count, dtype, format);
           HostArea weights(bytes, offset), reference(bytes, offset), cpu(message);
@@ -95,7 +95,7 @@ TEST_F(GpuWeightDeltaTest, ApplyIsTheCpuBatchBitwise) {
   const size_t count = 333;
   const ncclDataType_t dtype = ncclBfloat16;
   const Format format{4, 32, false};
-  const size_t element = ElementBytes(dtype);
+  const size_t element = NcclTypeBytes(dtype);
   const size_t shard = count * element;
   const size_t stride = DeltaMessageBytes(count, dtype, format);
   // Both sides start from the same references: every node's step-0 weights.

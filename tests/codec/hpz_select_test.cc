@@ -76,7 +76,7 @@ TEST(HpzSelectTest, NoMatchSendsNaNAndCountsAFailure) {
   EXPECT_EQ(counters[kHpzFailuresCounter], 1u);
   EXPECT_EQ(counters[kHpzChoicesCounter], HpzChoiceTerm(5, -1));
   for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    const size_t count = send.size() / ElementBytes(dtype);
+    const size_t count = send.size() / NcclTypeBytes(dtype);
     std::vector<float> values(count);
     LoadElements(send.data(), dtype, 0, count, values.data());
     for (float value : values) EXPECT_TRUE(std::isnan(value)) << dtype;

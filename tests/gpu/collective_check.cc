@@ -220,7 +220,7 @@ class Checker {
 
 int Checker::Upload(const std::vector<double>& values, ncclDataType_t dtype, void** device) {
   std::vector<float> floats(values.begin(), values.end());
-  std::vector<uint8_t> bytes(values.size() * zpp::codec::ElementBytes(dtype));
+  std::vector<uint8_t> bytes(values.size() * zpp::NcclTypeBytes(dtype));
   zpp::codec::StoreElements(bytes.data(), dtype, 0, floats.size(), floats.data());
   CHECK_CUDA(cudaMalloc(device, bytes.size() + 16));
   CHECK_CUDA(cudaMemcpy(*device, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
@@ -262,7 +262,7 @@ int Checker::Collective(zpp::plan::CollectiveOp op, ncclDataType_t dtype, size_t
   spec.seed = static_cast<uint32_t>(count * 31 + dtype);
   const zpp::test::CollectiveRun sim = zpp::test::RunCollective(layout_, shape_, settings_, spec);
   const int n = options_.ranks;
-  const size_t element = zpp::codec::ElementBytes(dtype);
+  const size_t element = zpp::NcclTypeBytes(dtype);
   const size_t out_count = gather ? count * n : count;
 
   void* input = nullptr;

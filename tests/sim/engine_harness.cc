@@ -52,7 +52,7 @@ CollectiveRun RunCollective(const sim::ClusterLayout& layout, const plan::Shape&
 CollectiveRun RunCollective(sim::SimWorld& world, const plan::Shape& shape,
                             const plan::Settings& settings, const CollectiveSpec& spec) {
   const int n = world.world_size();
-  const size_t element = codec::ElementBytes(spec.dtype);
+  const size_t element = NcclTypeBytes(spec.dtype);
   const bool gather = spec.op == plan::CollectiveOp::kAllGather;
   const bool all_reduce = spec.op == plan::CollectiveOp::kAllReduce;
   const size_t in_count = gather || all_reduce ? spec.count : spec.count * n;

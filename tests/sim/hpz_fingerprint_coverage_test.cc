@@ -49,7 +49,7 @@ Outcome RunWithLastElementChanged(ncclDataType_t dtype, bool qwz, int tamper_ste
   sim::SimWorld world(layout);
   world.RunRanks([&](sim::SimBackend& backend) {
     const int n = backend.world_size();
-    const size_t element = codec::ElementBytes(dtype);
+    const size_t element = NcclTypeBytes(dtype);
     StepEpoch epoch;
     StatsCounters stats;
     engine::EngineOptions options;

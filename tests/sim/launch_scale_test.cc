@@ -94,7 +94,7 @@ Replay ReplayCase(const ClusterLayout& layout, const Case& c) {
   const bool gather = c.op == CollectiveOp::kAllGather;
   const size_t in_count = gather ? kCount : kCount * n;
   const size_t out_count = gather ? kCount * n : kCount;
-  const size_t element = codec::ElementBytes(kDtype);
+  const size_t element = NcclTypeBytes(kDtype);
   const int calls = gather ? 2 * c.steps : 1;
 
   std::vector<std::vector<CallRecord>> records(n);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/hash.h"
 #include "log_capture.h"
 #include "thread_all_gather.h"
 #include "topology/grouping.h"

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hash.h"
 #include "topology/host_identity.h"
 #include "topology/rank_record.h"
 #include "topology/str_cat.h"
