@@ -191,34 +191,23 @@ class Backend {
       std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
       const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
       std::span<std::byte> out_pieces, Stream& stream) = 0;
-  // Error feedback (ZPP_QGZ_EF, codec/batch.h): the backends that have it say so (the CPU's, and
-  // CUDA's kernel); the others refuse, and the engine runs qgZ without it.
-  virtual bool SupportsErrorFeedback() const { return false; }
+  // Error feedback (ZPP_QGZ_EF, ZPP_QAR_EF; codec/batch.h).
   virtual Result DequantizeReduceRequantizeFeedbackBatch(
-      std::span<const std::byte> /*pieces*/, const codec::ReduceBatch& /*batch*/, size_t /*count*/,
-      const codec::Format& /*format*/, const codec::Format& /*out_format*/,
-      const codec::Rounding& /*rounding*/, std::span<std::byte> /*out_pieces*/,
-      const codec::Format& /*residual_format*/, bool /*residual_valid*/,
-      std::span<std::byte> /*residuals*/, Stream& /*stream*/) {
-    return ncclInvalidUsage;
-  }
-  // qwZ's weight deltas (ZPP_QWZ_DELTA, codec/weight_delta.h): the same arrangement as error
-  // feedback. `failures` is device memory the host reads later (hpZ's verification counter);
-  // `held` is device scratch of 8 bytes per item, 16-byte aligned (the CUDA kernels keep each
-  // reference's fingerprint there between their two launches).
-  virtual bool SupportsWeightDeltas() const { return false; }
-  virtual Result EncodeDelta(codec::ConstTensorView /*weights*/,
-                             codec::ConstTensorView /*reference*/, const codec::Format& /*format*/,
-                             std::span<std::byte> /*message*/, Stream& /*stream*/) {
-    return ncclInvalidUsage;
-  }
-  virtual Result ApplyDeltaBatch(std::span<const std::byte> /*messages*/, size_t /*stride*/,
-                                 uint32_t /*items*/, size_t /*count*/,
-                                 const codec::Format& /*format*/, codec::TensorView /*reference*/,
-                                 std::span<std::byte> /*held*/, uint32_t* /*failures*/,
-                                 Stream& /*stream*/) {
-    return ncclInvalidUsage;
-  }
+      std::span<const std::byte> pieces, const codec::ReduceBatch& batch, size_t count,
+      const codec::Format& format, const codec::Format& out_format, const codec::Rounding& rounding,
+      std::span<std::byte> out_pieces, const codec::Format& residual_format, bool residual_valid,
+      std::span<std::byte> residuals, Stream& stream) = 0;
+  // qwZ's weight deltas (ZPP_QWZ_DELTA, codec/weight_delta.h). `failures` is device memory the
+  // host reads later (hpZ's verification counter); `held` is device scratch of 8 bytes per item,
+  // 16-byte aligned (the CUDA kernels keep each reference's fingerprint there between their two
+  // launches).
+  virtual Result EncodeDelta(codec::ConstTensorView weights, codec::ConstTensorView reference,
+                             const codec::Format& format, std::span<std::byte> message,
+                             Stream& stream) = 0;
+  virtual Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
+                                 size_t count, const codec::Format& format,
+                                 codec::TensorView reference, std::span<std::byte> held,
+                                 uint32_t* failures, Stream& stream) = 0;
   // Item i copies `bytes` from byte From(i) of `src` to byte To(i) of `dst`.
   virtual Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
                            const codec::BatchMap& map, Stream& stream) = 0;

@@ -89,8 +89,6 @@ class CudaNcclBackend final : public Backend {
                                          const codec::Format& out_format,
                                          const codec::Rounding& rounding,
                                          std::span<std::byte> out_pieces, Stream& stream) override;
-  bool SupportsErrorFeedback() const override { return true; }
-  bool SupportsWeightDeltas() const override { return true; }
   Result EncodeDelta(codec::ConstTensorView weights, codec::ConstTensorView reference,
                      const codec::Format& format, std::span<std::byte> message,
                      Stream& stream) override;

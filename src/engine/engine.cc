@@ -1,7 +1,5 @@
 #include "engine/engine.h"
 
-#include <mutex>
-
 #include "common/nccl_types.h"
 #include "config/config.h"
 #include "engine/all_reduce_plans.h"
@@ -25,30 +23,11 @@ EngineOptions OptionsFrom(const Config& config) {
   return options;
 }
 
-namespace {
-
-// The settings this backend can run: qwZ deltas need its delta codec (the CPU's and CUDA's have
-// one; a backend without it runs them as plain qwZ + hpZ).
-plan::Settings RunnableSettings(plan::Settings settings, const Backend& backend) {
-  if (settings.qwz_delta && !backend.SupportsWeightDeltas()) {
-    settings.qwz_delta = false;
-    static std::once_flag warned;
-    std::call_once(warned, [] {
-      ZPP_WARN(
-          "ZPP_QWZ_DELTA=1: this backend has no weight-delta codec: weight all-gathers send "
-          "in full");
-    });
-  }
-  return settings;
-}
-
-}  // namespace
-
 Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& options,
                StatsCounters& stats, std::unique_ptr<BufferPool> pool)
     : backend_(backend),
       shape_(shape),
-      settings_(RunnableSettings(options.settings, backend)),
+      settings_(options.settings),
       tuning_(options.tuning),
       pool_(pool ? std::move(pool) : std::make_unique<BufferPool>(backend, options.fence_enabled)),
       stats_(stats) {
@@ -65,28 +44,10 @@ Engine::Engine(Backend& backend, const plan::Shape& shape, const EngineOptions& 
     }
   }
   if (settings_.qar_ef && settings_.qar && shape_.nodes > 1) {
-    if (backend_.SupportsErrorFeedback()) {
-      all_reduce_feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
-    } else {
-      static std::once_flag warned;
-      std::call_once(warned, [] {
-        ZPP_WARN(
-            "ZPP_QAR_EF=1: this backend has no error-feedback kernel: the all-reduce runs "
-            "without it here");
-      });
-    }
+    all_reduce_feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
   }
   if (settings_.qgz_ef && settings_.qgz && shape_.hierarchical_allowed) {
-    if (backend_.SupportsErrorFeedback()) {
-      feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
-    } else {
-      static std::once_flag warned;
-      std::call_once(warned, [] {
-        ZPP_WARN(
-            "ZPP_QGZ_EF=1: this backend has no error-feedback kernel: qgZ runs without it "
-            "here");
-      });
-    }
+    feedback_ = std::make_unique<StepSlots>(*pool_, options.ef_max_bytes, epoch);
   }
 }
 
