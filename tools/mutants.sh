@@ -138,8 +138,8 @@ mutant hpz-epoch-advance src/engine/hpz_cache.cc \
   "zpp_sim_hpz_fingerprint_tests=* zpp_sim_tests=Hpz*:TrainingStep*"
 # The pass each call carries: the torch backend's per call, the step guard's skip (issue 44).
 mutant hpz-torch-backward-pass plugin/torch/zpp_torch/backend.py \
-  '    return _PASS_BACKWARD if torch._C._current_graph_task_id() != -1 else _PASS_FORWARD' \
-  '    return _PASS_FORWARD' \
+  '    return (C.zppPassBackward if torch._C._current_graph_task_id() != -1' \
+  '    return (C.zppPassForward if torch._C._current_graph_task_id() != -1' \
   "ctest=TrainHpzLoops@900"
 mutant hpz-step-guard-skips tools/zpp_python/zpp_step_guard.py \
   '            parameter.grad = None' \
@@ -186,6 +186,11 @@ mutant rotation-tail-block src/codec/math/hadamard.h \
   '  return n + 0 * block;' \
   "zpp_codec_tests=RotationTail*:ReduceTest*"
 
+# The settings every rank must share come from env_vars.def's Scope column (issue 47, item 3).
+mutant config-agreed-scope src/config/env_vars.def \
+  'ZPP_ENV_NUM(qwz_bits, "ZPP_QWZ_BITS", Bits, 8, 4, 8, Agreed,' \
+  'ZPP_ENV_NUM(qwz_bits, "ZPP_QWZ_BITS", Bits, 8, 4, 8, Local,' \
+  "zpp_sim_tests=ConfigAgreement*"
 # Codecs (src/codec/math/block_math.h: the math the CPU reference and the CUDA kernels share).
 mutant codec-rounding src/codec/math/block_math.h \
   'return ClampToQMax(static_cast<int>(RoundHalfEven(ToGrid(value, grid))), qmax);' \
@@ -357,7 +362,7 @@ mutant sim-rendezvous-deadline src/transport/rendezvous.cc \
 
 # Same decision on every rank: the settings every rank must share are compared across ranks.
 mutant same-decision-config-agreement src/engine/config_agreement.cc \
-  'const int64_t other = all[r * kAgreed.size() + i];' \
+  'const int64_t other = all[r * kAgreedCount + i];' \
   'const int64_t other = all[i];' \
   "zpp_sim_tests=ConfigAgreement*"
 
@@ -475,12 +480,12 @@ mutant torch-split-group plugin/torch/zpp_torch/backend.py \
   $'    def supports_splitting(self):\n        return False' \
   "ctest=TorchBackendOps@300"
 mutant torch-premul-factor plugin/torch/zpp_torch/backend.py \
-  '    return _ZPP_PREMUL_SUM, _premul_factor(op)' \
-  '    return _ZPP_SUM, 1.0' \
+  '    return C.zppCpuPreMulSum, _premul_factor(op)' \
+  '    return C.zppCpuSum, 1.0' \
   "ctest=TorchBackendOps@300"
 mutant torch-bytes-count plugin/torch/zpp_torch/backend.py \
-  '            dtype, count = _NCCL_UINT8, source.numel() * source.element_size()' \
-  '            dtype, count = _NCCL_UINT8, source.numel()' \
+  '            dtype, count = C.ncclUint8, source.numel() * source.element_size()' \
+  '            dtype, count = C.ncclUint8, source.numel()' \
   "ctest=TorchBackendOps@300"
 mutant torch-cpu-only plugin/torch/zpp_torch/backend.py \
   '        if tensor.device.type != "cpu":' \

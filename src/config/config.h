@@ -11,7 +11,7 @@
 namespace zpp {
 
 struct Config {
-#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, doc) int64_t member = def;
+#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, scope, doc) int64_t member = def;
 #define ZPP_ENV_STR(member, name, kind, def, doc) std::string member = def;
 #include "config/env_vars.def"
 #undef ZPP_ENV_NUM

@@ -36,13 +36,14 @@ std::string Allowed(const EnvSpec& spec) {
 
 std::string EnvMarkdownTable() {
   std::string out =
-      "| variable | type | default | allowed | meaning |\n"
-      "|---|---|---|---|---|\n";
+      "| variable | type | default | allowed | every rank | meaning |\n"
+      "|---|---|---|---|---|---|\n";
   for (const EnvSpec& spec : AllEnvSpecs()) {
     std::string def = DefaultText(spec.name);
     if (def.empty()) def = "(unset)";
     out += "| `" + std::string(spec.name) + "` | " + std::string(KindName(spec.kind)) + " | `" +
-           def + "` | " + Allowed(spec) + " | " + std::string(spec.doc) + " |\n";
+           def + "` | " + Allowed(spec) + " | " + (spec.scope == Scope::kAgreed ? "same" : "") +
+           " | " + std::string(spec.doc) + " |\n";
   }
   return out;
 }

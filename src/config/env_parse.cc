@@ -26,7 +26,7 @@ struct Binding {
 };
 
 constexpr Binding kBindings[] = {
-#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, doc) {name, &Config::member, nullptr},
+#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, scope, doc) {name, &Config::member, nullptr},
 #define ZPP_ENV_STR(member, name, kind, def, doc) {name, nullptr, &Config::member},
 #include "config/env_vars.def"
 #undef ZPP_ENV_NUM

@@ -7,9 +7,10 @@ namespace zpp::config {
 namespace {
 
 constexpr EnvSpec kSpecs[] = {
-#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, doc) \
-  {name, Kind::k##kind, false, def, "", lo, hi, doc},
-#define ZPP_ENV_STR(member, name, kind, def, doc) {name, Kind::k##kind, true, 0, def, 0, 0, doc},
+#define ZPP_ENV_NUM(member, name, kind, def, lo, hi, scope, doc) \
+  {name, Kind::k##kind, false, def, "", lo, hi, Scope::k##scope, doc},
+#define ZPP_ENV_STR(member, name, kind, def, doc) \
+  {name, Kind::k##kind, true, 0, def, 0, 0, Scope::kLocal, doc},
 #include "config/env_vars.def"
 #undef ZPP_ENV_NUM
 #undef ZPP_ENV_STR

@@ -22,6 +22,12 @@ enum class Kind {
   kFilePattern,  // any text; %h and %p are substituted where it is used
 };
 
+// env_vars.def's Scope column.
+enum class Scope {
+  kAgreed,  // every rank of a communicator must share it (engine/config_agreement.cc)
+  kLocal,   // each rank's own
+};
+
 struct EnvSpec {
   std::string_view name;
   Kind kind;
@@ -30,6 +36,7 @@ struct EnvSpec {
   std::string_view default_str;
   int64_t min;
   int64_t max;
+  Scope scope;
   std::string_view doc;
 };
 

@@ -2,17 +2,15 @@
 import ctypes
 import os
 
+from . import _c_constants as C
 from ._stats import Stats
 
 _LIBRARY_DIR = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
 
-# ncclResult_t
-_RESULTS = {
-    0: "ncclSuccess", 1: "ncclUnhandledCudaError", 2: "ncclSystemError",
-    3: "ncclInternalError", 4: "ncclInvalidArgument", 5: "ncclInvalidUsage",
-    6: "ncclRemoteError", 7: "ncclInProgress",
-}
-_REMOTE_ERROR = 6
+# ncclResult_t's names by value.
+_RESULTS = {getattr(C, name): name for name in (
+    "ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+    "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress")}
 
 class ZppError(RuntimeError):
     """A zpp collective failed; `result` is the ncclResult_t name."""
@@ -22,7 +20,7 @@ class ZppError(RuntimeError):
         self.detail = detail
         if detail:
             hint = f": {detail} This communicator is broken: every later call fails at once."
-        elif result == _REMOTE_ERROR:
+        elif result == C.ncclRemoteError:
             hint = (" (a peer is gone or sent nothing for ZPP_TIMEOUT seconds; this "
                     "communicator is broken, every later call fails at once)")
         else:
@@ -73,6 +71,6 @@ LIB = _load()
 
 def check(result, what, comm=None):
     """Raises ZppError for a failed call; with `comm`, its error names what the ranks found."""
-    if result != 0:
+    if result != C.ncclSuccess:
         detail = LIB.zppCpuCommGetLastError(comm) if comm is not None else None
         raise ZppError(what, result, detail.decode(errors="replace") if detail else "")

@@ -30,6 +30,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend
 from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo, ReduceOp, Work
 from torch.futures import Future
 
+from . import _c_constants as C
 from . import epoch
 from ._library import LIB, ZppError, check
 from ._stats import Stats, reason_names
@@ -38,14 +39,13 @@ BACKEND_NAME = "zpp"
 
 # torch dtype -> ncclDataType_t. Others are gathered as bytes (exact) and cannot be reduced.
 _NCCL_DTYPES = {
-    torch.int8: 0, torch.uint8: 1, torch.int32: 2, torch.uint32: 3, torch.int64: 4,
-    torch.uint64: 5, torch.float16: 6, torch.float32: 7, torch.float64: 8, torch.bfloat16: 9,
+    torch.int8: C.ncclInt8, torch.uint8: C.ncclUint8, torch.int32: C.ncclInt32,
+    torch.uint32: C.ncclUint32, torch.int64: C.ncclInt64, torch.uint64: C.ncclUint64,
+    torch.float16: C.ncclFloat16, torch.float32: C.ncclFloat32, torch.float64: C.ncclFloat64,
+    torch.bfloat16: C.ncclBfloat16,
 }
-_NCCL_UINT8 = 1
 # What zpp's reduce-scatter reduces (the engine sums in fp32).
 _REDUCE_SCATTER_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# zppCpuRedOp_t
-_ZPP_SUM, _ZPP_AVG, _ZPP_PREMUL_SUM = 0, 1, 2
 
 _comms = []  # every backend made: kept to the end of the process, and closed at exit
 
@@ -59,8 +59,7 @@ def _close_all():
         backend._close()
 
 
-# zppTrainingPass_t: hpZ pairs a backward pass's all-gather with its step's forward fill.
-_PASS_FORWARD, _PASS_BACKWARD = 1, 2
+# hpZ pairs a backward pass's all-gather with its step's forward fill (zppTrainingPass_t).
 _LIBZPP = epoch.libzpp()
 _LIBZPP.zppSetTrainingPass.argtypes = [ctypes.c_int]
 _LIBZPP.zppSetTrainingPass.restype = ctypes.c_int
@@ -69,7 +68,8 @@ _LIBZPP.zppSetTrainingPass.restype = ctypes.c_int
 def _training_pass():
     """Backward while autograd's engine runs a backward on this thread (FSDP2's and DeepSpeed's
     backward gathers come from its hooks), else forward."""
-    return _PASS_BACKWARD if torch._C._current_graph_task_id() != -1 else _PASS_FORWARD
+    return (C.zppPassBackward if torch._C._current_graph_task_id() != -1
+            else C.zppPassForward)
 
 
 @functools.cache
@@ -165,10 +165,10 @@ def _engine_reduces(dtype, kind):
 def _zpp_op(op, kind):
     """zpp's reduction code and pre-multiplier for a SUM, AVG or PREMUL_SUM."""
     if kind == ReduceOp.RedOpType.SUM:
-        return _ZPP_SUM, 1.0
+        return C.zppCpuSum, 1.0
     if kind == ReduceOp.RedOpType.AVG:
-        return _ZPP_AVG, 1.0
-    return _ZPP_PREMUL_SUM, _premul_factor(op)
+        return C.zppCpuAvg, 1.0
+    return C.zppCpuPreMulSum, _premul_factor(op)
 
 
 def _contiguous_target(output):
@@ -371,7 +371,7 @@ class ZppBackend(_C10dBackend):
         dtype = _NCCL_DTYPES.get(source.dtype)
         count = source.numel()
         if dtype is None:  # gathered as bytes: exact for any dtype
-            dtype, count = _NCCL_UINT8, source.numel() * source.element_size()
+            dtype, count = C.ncclUint8, source.numel() * source.element_size()
         training_pass = _training_pass()  # as the issuing thread sees it; the worker runs it
 
         def run():
