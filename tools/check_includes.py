@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Fails when an #include points upward in zpp's layering (docs/architecture.md, "Layers").
 
-A file may include headers of its own layer and of any layer below it. The order is the list
-below, lowest first; every source directory must appear in it, so a new directory is placed on
-purpose. System headers (<...>) are not ours and are skipped.
+A file may include headers of its own layer and of any layer below it. The order is the
+numbered list in docs/architecture.md, lowest first; every source directory must appear in it, so
+a new directory is placed on purpose. System headers (<...>) are not ours and are skipped.
 
   tools/check_includes.py [--root DIR]   check the tree (default: this repository)
   tools/check_includes.py --self-test    plant an upward include in a scratch tree, expect failure
@@ -15,46 +15,33 @@ import tempfile
 
 import tree_check
 
-# Lowest first. A layer is one directory or several that sit at the same height and never include
-# each other.
-LAYERS = [
-    ["include/zpp"],  # the public C API and the wire formats
-    ["src/common"],  # result codes, text, NCCL types
-    ["src/log"],  # logging and the ZPP_CHECK macros
-    ["src/config"],  # every environment variable, parsed once; configures the logger
-    ["src/codec"],  # the CPU reference codec and (src/codec/math) the math CUDA shares
-    ["src/plan"],  # what one collective does
-    ["src/stats"],
-    ["src/epoch"],
-    ["src/topology"],  # discovery, grouping, agreed set-up outcomes
-    ["src/backend"],  # the device operations an engine needs
-    ["src/fence"],  # the epoch fence and the buffer pool
-    ["src/transport"],  # bytes between processes
-    ["src/sim"],  # the CPU simulation backend
-    ["src/costmodel"],
-    ["src/tune"],
-    ["src/engine"],  # the collective engine
-    ["src/step"],  # the training-step model
-    ["kernels"],  # CUDA kernels and their launchers
-    ["src/nccl_runtime"],
-    ["src/cuda_nccl"],  # the GPU backend
-    ["src/cpu_comm"],  # the CPU communicator behind the torch backend
-    ["plugin"],  # the exported nccl* hooks, the torch backend
-    ["tools", "bench", "tests"],  # programs and tests: may include anything
-]
+# The layers are docs/architecture.md's numbered list under "Layers", lowest first: the one list.
+# An item names its directories in backticks before the colon; several on one item sit at the
+# same height and never include each other.
+LAYER_ITEM = re.compile(r"^\d+\. ((?:`[^`]+`(?:, )?)+):")
 SOURCE_EXTENSIONS = (".h", ".cc", ".cu", ".cuh", ".cpp", ".hpp")
 SKIP_DIRS = {".git", ".ci", "docs", "build"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
-def layer_dirs():
-    return [d for layer in LAYERS for d in layer]
+def read_layers(root):
+    """[[directory, ...], ...] lowest first, from docs/architecture.md's "Layers" list."""
+    with open(os.path.join(root, "docs", "architecture.md")) as f:
+        text = f.read()
+    if "\n## Layers\n" not in text:
+        raise SystemExit("check_includes: docs/architecture.md has no \"## Layers\" section")
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers = [re.findall(r"`([^`]+)`", match.group(1))
+              for match in map(LAYER_ITEM.match, section.splitlines()) if match]
+    if not layers:
+        raise SystemExit("check_includes: docs/architecture.md's \"Layers\" lists no layer")
+    return layers
 
 
-def rank_of_path(rel_path):
+def rank_of_path(layers, rel_path):
     """(rank, layer directory) of a repository-relative path, or (None, None)."""
     best = (None, None)
-    for rank, layer in enumerate(LAYERS):
+    for rank, layer in enumerate(layers):
         for d in layer:
             if (rel_path == d or rel_path.startswith(d + "/")) and (
                     best[1] is None or len(d) > len(best[1])):
@@ -88,14 +75,16 @@ def source_files(root):
 def check(root):
     """Returns the list of problems, one line each."""
     problems = []
+    layers = read_layers(root)
     for rel_file in source_files(root):
-        rank, layer = rank_of_path(rel_file)
+        rank, layer = rank_of_path(layers, rel_file)
         if rank is None:
             top = rel_file.split("/")[0]
             sub = "/".join(rel_file.split("/")[:2])
-            if top in ("src", "include") or top in {d.split("/")[0] for d in layer_dirs()}:
+            tops = {d.split("/")[0] for layer_of in layers for d in layer_of}
+            if top in ("src", "include") or top in tops:
                 problems.append(f"{rel_file}: its directory {sub} is in no layer: add it to "
-                                "LAYERS in tools/check_includes.py and to docs/architecture.md")
+                                "docs/architecture.md's \"Layers\"")
             continue
         with open(os.path.join(root, rel_file), errors="replace") as f:
             for number, line in enumerate(f, 1):
@@ -105,7 +94,7 @@ def check(root):
                 target = resolve(root, rel_file, match.group(1))
                 if target is None:
                     continue
-                target_rank, target_layer = rank_of_path(target)
+                target_rank, target_layer = rank_of_path(layers, target)
                 if target_rank is not None and target_rank > rank:
                     problems.append(
                         f"{rel_file}:{number}: includes \"{match.group(1)}\" ({target_layer}), "
@@ -122,6 +111,9 @@ def self_test():
             with open(os.path.join(root, path), "w") as f:
                 f.write(text)
 
+        write("docs/architecture.md", "# Architecture\n\n## Layers\n\n1. `include/zpp`: api\n2. `src/common`: "
+              "results\n3. `src/codec`: codec\n4. `src/engine`: engine\n5. `kernels`: cuda\n"
+              "6. `tools`, `tests`: on top\n\n## Next\n")
         write("src/common/result.h", "#pragma once\n")
         write("src/engine/engine.h", '#pragma once\n#include "common/result.h"\n')
         write("src/codec/math/hd.h", "#pragma once\n")
