@@ -261,79 +261,73 @@ Result CpuComm::Timed(const plan::Call& call, Body&& body) {
   return result;
 }
 
-Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
+// Every collective entry: the communicator's lock, the rank in every log line, a connected
+// communicator, and the transport's label for the call (numbered only once it can run).
+template <typename Label, typename Body>
+Result CpuComm::Entered(const char* api, Label&& label, Body&& body) {
   std::lock_guard<std::mutex> lock(mutex_);
   log::ScopedRank scoped_rank(rank_);
   ZPP_CHECK_ARG(
       engine_ != nullptr,
-      "zppCpuAllGather: zpp cpu communicator (rank %d) is not connected; the call returns "
+      "%s: zpp cpu communicator (rank %d) is not connected; the call returns "
       "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
-      rank_);
-  transport_->BeginCall(AllGatherLabel(++calls_, args));
-  return Timed(engine::CallOf(args),
-               [&](plan::Plan* ran) { return engine_->AllGather(args, *stream_, ran); });
+      api, rank_);
+  transport_->BeginCall(label(++calls_));
+  return body();
+}
+
+// A collective the engine runs: entered, then timed.
+template <typename Args, typename Label, typename Run>
+Result CpuComm::EngineCall(const char* api, const Args& args, Label label, Run run) {
+  return Entered(
+      api, [&](uint64_t number) { return label(number, args); },
+      [&] {
+        return Timed(engine::CallOf(args), [&](plan::Plan* ran) { return run(*engine_, ran); });
+      });
+}
+
+Result CpuComm::AllGather(const engine::AllGatherArgs& args) {
+  return EngineCall(
+      "zppCpuAllGather", args, AllGatherLabel,
+      [&](engine::Engine& e, plan::Plan* ran) { return e.AllGather(args, *stream_, ran); });
 }
 
 Result CpuComm::ReduceScatter(const engine::ReduceScatterArgs& args) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(
-      engine_ != nullptr,
-      "zppCpuReduceScatter: zpp cpu communicator (rank %d) is not connected; the call returns "
-      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
-      rank_);
-  transport_->BeginCall(ReduceScatterLabel(++calls_, args));
-  return Timed(engine::CallOf(args),
-               [&](plan::Plan* ran) { return engine_->ReduceScatter(args, *stream_, ran); });
+  return EngineCall(
+      "zppCpuReduceScatter", args, ReduceScatterLabel,
+      [&](engine::Engine& e, plan::Plan* ran) { return e.ReduceScatter(args, *stream_, ran); });
 }
 
 Result CpuComm::AllReduce(const engine::AllReduceArgs& args) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(
-      engine_ != nullptr,
-      "zppCpuAllReduce: zpp cpu communicator (rank %d) is not connected; the call returns "
-      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
-      rank_);
-  transport_->BeginCall(AllReduceLabel(++calls_, args));
-  return Timed(engine::CallOf(args),
-               [&](plan::Plan* ran) { return engine_->AllReduce(args, *stream_, ran); });
+  return EngineCall(
+      "zppCpuAllReduce", args, AllReduceLabel,
+      [&](engine::Engine& e, plan::Plan* ran) { return e.AllReduce(args, *stream_, ran); });
 }
 
 Result CpuComm::AllGatherBytes(const void* send, void* recv, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(
-      engine_ != nullptr,
-      "zppCpuAllGatherBytes: zpp cpu communicator (rank %d) is not connected; the call returns "
-      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
-      rank_);
-  transport_->BeginCall(AllGatherBytesLabel(++calls_, bytes));
-  return Finish(backend_->AllGather(send, recv, bytes, GroupKind::kWorld, *stream_));
+  return Entered(
+      "zppCpuAllGatherBytes", [&](uint64_t number) { return AllGatherBytesLabel(number, bytes); },
+      [&] { return Finish(backend_->AllGather(send, recv, bytes, GroupKind::kWorld, *stream_)); });
 }
 
 Result CpuComm::Broadcast(void* data, size_t bytes, int root) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  log::ScopedRank scoped_rank(rank_);
-  ZPP_CHECK_ARG(
-      engine_ != nullptr,
-      "zppCpuBroadcastBytes: zpp cpu communicator (rank %d) is not connected; the call returns "
-      "ncclInvalidArgument (call zppCpuCommConnect first, or open a new communicator if it failed)",
-      rank_);
   ZPP_CHECK_ARG(
       root >= 0 && root < size_,
       "zppCpuBroadcastBytes: root %d is not a rank of %d; the call returns ncclInvalidArgument",
       root, size_);
-  transport_->BeginCall(BroadcastLabel(++calls_, bytes, root));
-  if (rank_ != root) {
-    return Finish(backend_->Recv(data, bytes, root, GroupKind::kWorld, *stream_));
-  }
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    const Result sent = backend_->Send(data, bytes, peer, GroupKind::kWorld, *stream_);
-    if (sent != ncclSuccess) return Finish(sent);
-  }
-  return Finish(ncclSuccess);
+  return Entered(
+      "zppCpuBroadcastBytes", [&](uint64_t number) { return BroadcastLabel(number, bytes, root); },
+      [&] {
+        if (rank_ != root) {
+          return Finish(backend_->Recv(data, bytes, root, GroupKind::kWorld, *stream_));
+        }
+        for (int peer = 0; peer < size_; ++peer) {
+          if (peer == rank_) continue;
+          const Result sent = backend_->Send(data, bytes, peer, GroupKind::kWorld, *stream_);
+          if (sent != ncclSuccess) return Finish(sent);
+        }
+        return Finish(ncclSuccess);
+      });
 }
 
 void CpuComm::Snapshot(zppStats_t* out) const { stats_.Snapshot(out); }

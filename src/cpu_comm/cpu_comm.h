@@ -94,6 +94,11 @@ class CpuComm {
   CpuComm(int rank, int size, std::function<uint64_t()> epoch,
           std::unique_ptr<transport::UcpTransport> transport);
   Result Finish(Result launched);  // waits for the stream, reports the first failure
+  // One collective entry (the lock, the log's rank, connected, the call's label), then `body`.
+  template <typename Label, typename Body>
+  Result Entered(const char* api, Label&& label, Body&& body);
+  template <typename Args, typename Label, typename Run>
+  Result EngineCall(const char* api, const Args& args, Label label, Run run);
   template <typename Body>
   Result Counted(Body&& body);
   // This rank's bytes sent so far on each link of its world (exact), and those sent since
