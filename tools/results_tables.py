@@ -85,7 +85,8 @@ PAIRED_100 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2.json",
 PAIRED_100_MODES = (("qwz8", "qwZ int8"), ("hpz", "hpZ"), ("qgz8/4", "qgZ 8/4"),
                     ("zero++", "zero++ (all three)"), ("int4", "int4 everywhere"))
 PAIRED_300 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2_300.json",)),
-              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed_300.json",)))
+              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed_300.json",
+                                          "convergence_paired_cpu_deepspeed_300_int4ef_delta4.json")))
 PAIRED_300_MODES = (("int4+ef", "int4 + error feedback"),
                     ("delta4", "4-bit weight deltas + zero++"),
                     ("delta4+ef3+min0", "4-bit deltas, 3-bit gradients + feedback, `min0`"),
