@@ -111,8 +111,9 @@ def self_test():
             with open(os.path.join(root, path), "w") as f:
                 f.write(text)
 
-        write("docs/architecture.md", "# Architecture\n\n## Layers\n\n1. `include/zpp`: api\n2. `src/common`: "
-              "results\n3. `src/codec`: codec\n4. `src/engine`: engine\n5. `kernels`: cuda\n"
+        write("docs/architecture.md",
+              "# Architecture\n\n## Layers\n\n1. `include/zpp`: api\n2. `src/common`: results\n"
+              "3. `src/codec`: codec\n4. `src/engine`: engine\n5. `kernels`: cuda\n"
               "6. `tools`, `tests`: on top\n\n## Next\n")
         write("src/common/result.h", "#pragma once\n")
         write("src/engine/engine.h", '#pragma once\n#include "common/result.h"\n')

@@ -14,6 +14,7 @@ tools/check_docs.py runs the check too, so `make test` fails on a hand-edited fi
 """
 import argparse
 import functools
+import glob
 import importlib.util
 import json
 import os
@@ -77,23 +78,20 @@ def readme_step_times(root):
 
 
 # The README's convergence tables: per mode and framework, the inter-node bytes against plain's
-# and the paired verdict over seeds (bench/quantities.py), from the harness's `--seeds` runs.
-# (framework, label, files): a framework whose files are not recorded yet shows no figures.
-PAIRED_100 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2.json",
-                                  "convergence_paired_cpu_fsdp2_hpz.json")),
-              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed.json",)))
+# and the paired verdict over seeds (bench/quantities.py), from the harness's `--seeds` runs: every
+# bench/results/convergence_paired_cpu_*.json of the table's steps that ran the framework, so a
+# new run is read once its file is there. (framework, label): a framework without a file shows
+# no figures.
+PAIRED_FILES = "convergence_paired_cpu_*.json"
+PAIRED_100 = (("fsdp2", "FSDP2"), ("deepspeed", "DeepSpeed"))
 PAIRED_100_MODES = (("qwz8", "qwZ int8"), ("hpz", "hpZ"), ("qgz8/4", "qgZ 8/4"),
                     ("zero++", "zero++ (all three)"), ("int4", "int4 everywhere"))
-PAIRED_300 = (("fsdp2", "FSDP2", ("convergence_paired_cpu_fsdp2_300.json",)),
-              ("deepspeed", "DeepSpeed", ("convergence_paired_cpu_deepspeed_300.json",
-                                          "convergence_paired_cpu_deepspeed_300_int4ef_delta4.json")))
+PAIRED_300 = (("fsdp2", "FSDP2"), ("deepspeed", "DeepSpeed"))
 PAIRED_300_MODES = (("int4+ef", "int4 + error feedback"),
                     ("delta4", "4-bit weight deltas + zero++"),
                     ("delta4+ef3+min0", "4-bit deltas, 3-bit gradients + feedback, `min0`"),
                     ("delta4+ef2+min0", "4-bit deltas, 2-bit gradients + feedback, `min0`"))
-PAIRED_REPLICATED = (("ddp", "DDP", ("convergence_paired_cpu_ddp_300.json",
-                                      "convergence_paired_cpu_ddp_hooks_300.json")),
-                     ("hsdp", "HSDP", ("convergence_paired_cpu_hsdp_300.json",)))
+PAIRED_REPLICATED = (("ddp", "DDP"), ("hsdp", "HSDP"))
 PAIRED_REPLICATED_MODES = (("ar8", "`ar8` (`ZPP_QAR=1`)"),
                            ("ar4+ef", "`ar4+ef` (4 bits, `ZPP_QAR_EF=1`)"),
                            ("bf16-hook", "torch's `bf16_compress_hook` (a code change)"),
@@ -102,17 +100,21 @@ PAIRED_REPLICATED_MODES = (("ar8", "`ar8` (`ZPP_QAR=1`)"),
 DOES_NOT_APPLY = {("hsdp", "bf16-hook"), ("hsdp", "powersgd")}
 
 
-def _paired_figures(root, framework, names, steps):
-    """{mode: paired figures with `bytes` (against plain's)} from those of `names` recorded."""
+def _paired_files(root, framework, steps):
+    """The recorded paired-seed summaries of `steps` steps that ran `framework`, by name."""
+    names = sorted(os.path.basename(path) for path in
+                   glob.glob(os.path.join(root, "bench", "results", PAIRED_FILES)))
+    return [name for name in names
+            if _results(root, name)["steps"] == steps
+            and framework in _results(root, name)["frameworks"]]
+
+
+def _paired_figures(root, framework, names):
+    """{mode: paired figures with `bytes` (against plain's)} from the summaries `names`."""
     harness = _module(root, "convergence_harness", "bench/convergence/run.py")
     figures = {}
     for name in names:
-        if not os.path.exists(os.path.join(root, "bench", "results", name)):
-            continue
         summary = _results(root, name)
-        if summary["steps"] != steps:
-            raise SystemExit(f"results_tables: {name} ran {summary['steps']} steps, its table "
-                             f"shows {steps}")
         ratios = {harness.base_mode(e["mode"]): e.get("inter_node_vs_plain")
                   for e in summary["modes"] if e["framework"] == framework}
         for mode, paired in summary.get("paired", {}).get(framework, {}).items():
@@ -130,21 +132,21 @@ def _paired_cells(figures):
 
 def paired_table(root, frameworks, modes, steps):
     """Bytes, mean loss difference ± its standard error (seeds) and verdict, per framework."""
-    found = {framework: _paired_figures(root, framework, names, steps)
-             for framework, _, names in frameworks}
+    files = {framework: _paired_files(root, framework, steps) for framework, _ in frameworks}
+    found = {framework: _paired_figures(root, framework, files[framework])
+             for framework, _ in frameworks}
     header, rule = "| mode |", "|---|"
-    for _, label, _ in frameworks:
+    for _, label in frameworks:
         header += f" {label} bytes | {label} loss | {label} verdict |"
         rule += "---:|---:|---|"
     lines = [header, rule]
     for mode, label in modes:
         cells = []
-        for framework, _, _ in frameworks:
+        for framework, _ in frameworks:
             cells += (["", "", ""] if (framework, mode) in DOES_NOT_APPLY else
                       _paired_cells(found[framework].get(mode)))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    files = [name for _, _, names in frameworks for name in names
-             if os.path.exists(os.path.join(root, "bench", "results", name))]
+    files = [name for framework, _ in frameworks for name in files[framework]]
     lines += ["", "From " + (", ".join(f"`bench/results/{name}`" for name in files) or
                              "no recorded file yet") + "."]
     return "\n".join(lines) + "\n"
@@ -167,8 +169,9 @@ def all_reduce_cost_table(root):
         cells = []
         for label in ("gloo", "old", "new"):
             mine = [r for r in runs if r["label"] == label]
-            cells.append(f"{statistics.median(r['median_wall_ms'] for r in mine):.1f} ms, "
-                         f"{statistics.median(r['cpu_ms_per_call_all_ranks'] for r in mine):.1f} ms CPU")
+            wall = statistics.median(r["median_wall_ms"] for r in mine)
+            cpu = statistics.median(r["cpu_ms_per_call_all_ranks"] for r in mine)
+            cells.append(f"{wall:.1f} ms, {cpu:.1f} ms CPU")
         lines.append(f"| {where} | " + " | ".join(cells) + f" | `{name}` |")
     return "\n".join(lines) + "\n"
 

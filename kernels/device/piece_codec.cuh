@@ -29,14 +29,6 @@ struct RoundingStream {
   uint64_t first_block;
 };
 
-template <int kBits>
-__device__ constexpr int QMaxOf() {
-  return kBits == 2   ? ZPP_INT2_QMAX
-         : kBits == 3 ? ZPP_INT3_QMAX
-         : kBits == 4 ? ZPP_INT4_QMAX
-                      : ZPP_INT8_QMAX;
-}
-
 // Encodes this lane's chunk (values 0 past the piece's end) at element `first`. Every thread of
 // the thread block calls it (GroupMax); lanes past the end only help with the block's amax. The
 // lane holding a block's first chunk writes its scale; the lane holding the last chunk zeroes
@@ -56,7 +48,7 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
   if (first >= geometry.count) return;
 
   static_assert(kChunk == 8, "int3 packs one chunk into one group of eight (format.h)");
-  constexpr int kQMax = QMaxOf<kBits>();
+  constexpr int kQMax = QMax(kBits);
   const float scale = BlockScale(amax_bits, kQMax);
   const uint64_t block_index = first >> geometry.block_shift;
   const uint32_t in_block =
@@ -115,7 +107,7 @@ __device__ __forceinline__ void EncodeChunk(const float (&values)[kChunk], uint6
 template <int kBits>
 __device__ __forceinline__ void DecodeChunk(const uint8_t* piece, const PieceGeometry& geometry,
                                             uint64_t first, float (&values)[kChunk]) {
-  constexpr int kQMax = QMaxOf<kBits>();
+  constexpr int kQMax = QMax(kBits);
   const float scale = reinterpret_cast<const float*>(piece)[first >> geometry.block_shift];
   const uint8_t* payload = piece + geometry.scale_bytes;
   if constexpr (kBits == 8) {

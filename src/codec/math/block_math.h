@@ -18,7 +18,7 @@
 
 namespace zpp::codec {
 
-ZPP_HD int QMax(int bits) {
+ZPP_HD constexpr int QMax(int bits) {
   return bits == 2 ? ZPP_INT2_QMAX
                    : (bits == 3 ? ZPP_INT3_QMAX : (bits == 4 ? ZPP_INT4_QMAX : ZPP_INT8_QMAX));
 }
