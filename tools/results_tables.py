@@ -13,6 +13,7 @@ them from the files already recorded.
 tools/check_docs.py runs the check too, so `make test` fails on a hand-edited figure.
 """
 import argparse
+import csv
 import functools
 import glob
 import importlib.util
@@ -190,9 +191,105 @@ def all_reduce_ab_table(root):
             if not new:
                 continue
             median_old = f"{statistics.median(old):.3f} s" if old else ""
-            lines.append(f"| {framework.upper()} | {label} | {', '.join(f'{v:.3f}' for v in old)} | "
+            old_rounds = ", ".join(f"{v:.3f}" for v in old)
+            lines.append(f"| {framework.upper()} | {label} | {old_rounds} | "
                          f"{', '.join(f'{v:.3f}' for v in new)} | {median_old} | "
                          f"{statistics.median(new):.3f} s | {statistics.median(new) / gloo:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+# The GPU runs' figures (one seed each, so no verdict): the final loss of each way against plain
+# NCCL's in the same run (bench/quantities.py), from every loss CSV the GPU check recorded, found
+# by name: `<framework>_loss_<gpu>_<way>.csv`, or `deepspeed_<gpu>/loss_deepspeed_<way>.csv`,
+# beside the way `nccl`; and zpp-bench's times from every `zpp_bench_*gpu_<gpu>.json`.
+GPU_LOSS_PATTERNS = (("FSDP2", "fsdp_loss_{gpu}_{way}.csv"), ("DDP", "ddp_loss_{gpu}_{way}.csv"),
+                     ("HSDP", "hsdp_loss_{gpu}_{way}.csv"),
+                     ("DeepSpeed ZeRO-3", "deepspeed_{gpu}/loss_deepspeed_{way}.csv"))
+GPU_WAYS = (("plain", "plain (libzpp.so, techniques off)"), ("qwz", "qwZ int8"),
+            ("qwz_hpz", "qwZ + hpZ"), ("hpz", "hpZ"), ("zero++", "zero++"), ("zeropp", "zero++"),
+            ("delta4_ef2", "zero++, `delta4+ef2`"), ("qar8", "`ar8`"), ("qar4_ef", "`ar4+ef`"))
+
+
+def _gpu_name(slug):
+    """`nvidia_h100_80gb_hbm3` -> `H100 80GB HBM3`: the device as the GPU check named it."""
+    return " ".join(word.upper() for word in slug.split("_")[1:])
+
+
+def _matching(root, pattern):
+    """{what the one `*` of `pattern` stood for: path under bench/results/} of its files."""
+    results = os.path.join(root, "bench", "results")
+    head, tail = pattern.split("*")
+    found = (os.path.relpath(path, results) for path in sorted(glob.glob(os.path.join(results,
+                                                                                       pattern))))
+    return {name[len(head):len(name) - len(tail)]: name for name in found}
+
+
+def _gpu_loss_runs(root):
+    """[(device, framework, CSV pattern, {way: CSV name})] of every recorded GPU run with a plain
+    NCCL CSV."""
+    runs = []
+    for framework, pattern in GPU_LOSS_PATTERNS:
+        for slug in _matching(root, pattern.format(gpu="*", way="nccl")):
+            shown = pattern.format(gpu=slug, way="*")
+            runs.append((_gpu_name(slug), framework, shown, _matching(root, shown)))
+    return runs
+
+
+def _final_loss(root, name):
+    quantities = _module(root, "quantities", "bench/quantities.py")
+    with open(os.path.join(root, "bench", "results", name)) as source:
+        losses = [float(row["loss"]) for row in csv.DictReader(source)]
+    return quantities.final_loss(losses), len(losses)
+
+
+def gpu_loss_table(root):
+    quantities = _module(root, "quantities", "bench/quantities.py")
+    labels = dict(GPU_WAYS)
+    lines = ["| GPU | run | way | final loss | vs plain NCCL | files |",
+             "|---|---|---|---:|---:|---|"]
+    for device, framework, shown, ways in _gpu_loss_runs(root):
+        plain, steps = _final_loss(root, ways.pop("nccl"))
+        run = f"{framework}, {steps} steps"
+        lines.append(f"| {device} | {run} | plain NCCL | {plain:.5f} | | `{shown}` |")
+        for way, name in sorted(ways.items(), key=lambda item: list(labels).index(item[0])
+                                if item[0] in labels else len(labels)):
+            loss, _ = _final_loss(root, name)
+            lines.append(f"| {device} | {run} | {labels.get(way, way)} | {loss:.5f} | "
+                         f"{quantities.relative_pct(loss, plain):+.3f}% | |")
+    return "\n".join(lines) + "\n"
+
+
+# zpp-bench on one GPU shared by 4 ranks: time-sliced, then under MPS. (sharing, file pattern)
+GPU_BENCH_RUNS = (("time-sliced", "zpp_bench_gpu_*.json"),
+                  ("time-sliced, a later run", "zpp_bench_nomps_gpu_*.json"),
+                  ("MPS, beside that run", "zpp_bench_mps_gpu_*.json"))
+GPU_BENCH_MODES = ("plain", "zero++", "qwz4", "qgz8/4")
+GPU_BENCH_BYTES = 64 << 20
+
+
+def _gpu_bench_rows(root, name, label):
+    rows = _results(root, name)["rows"]
+    lines = []
+    for op in ("allgather", "reducescatter"):
+        def milliseconds(mode, size):
+            times = [r["time_us"] for r in rows
+                     if (r["op"], r["mode"], r["bytes"]) == (op, mode, size)]
+            return f"{times[0] / 1000:.2f} ms" if times else ""
+        cells = [milliseconds("plain", 8)] + [milliseconds(mode, GPU_BENCH_BYTES)
+                                              for mode in GPU_BENCH_MODES]
+        lines.append(f"| {label} | {op} | " + " | ".join(cells) + f" | `{name}` |")
+    return lines
+
+
+def gpu_bench_table(root):
+    lines = ["| run | collective | plain, 8 B | " + " | ".join(f"{mode}, 64 MiB" for mode in
+                                                            GPU_BENCH_MODES) + " | file |",
+             "|---|---|---:|" + "---:|" * len(GPU_BENCH_MODES) + "---|"]
+    for sharing, pattern in GPU_BENCH_RUNS:
+        for path in sorted(glob.glob(os.path.join(root, "bench", "results", pattern))):
+            name = os.path.basename(path)
+            device = _gpu_name(name[:-len(".json")].split("gpu_", 1)[1])
+            lines += _gpu_bench_rows(root, name, f"{device}, {sharing}")
     return "\n".join(lines) + "\n"
 
 
@@ -211,6 +308,8 @@ TABLES = (
     ("docs/benchmarks.md", "all-reduce-cost-table", "tools/results_tables.py",
      all_reduce_cost_table),
     ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
+    ("README.md", "gpu-loss-table", "tools/results_tables.py", gpu_loss_table),
+    ("README.md", "gpu-bench-table", "tools/results_tables.py", gpu_bench_table),
 )
 
 
@@ -271,8 +370,8 @@ def self_test():
         with open(readme) as source:
             text = source.read()
         row = readme_step_times(scratch).splitlines()[2]
-        stale = re.sub(r"(\d)\.(\d{3}) s", lambda m: f"{m.group(1)}.{(int(m.group(2)) + 1) % 1000:03d} s",
-                       row, count=1)
+        stale = re.sub(r"(\d)\.(\d{3}) s",
+                       lambda m: f"{m.group(1)}.{(int(m.group(2)) + 1) % 1000:03d} s", row, count=1)
         with open(readme, "w") as out:
             out.write(text.replace(row, stale, 1))
         problems = check(scratch)
