@@ -51,14 +51,38 @@ inline void AddElements(const void* data, ncclDataType_t dtype, size_t n, float*
 inline void StoreElements(void* data, ncclDataType_t dtype, size_t first, size_t n,
                           const float* values) {
   auto* bytes = static_cast<std::byte*>(data) + first * NcclTypeBytes(dtype);
-  for (size_t i = 0; i < n; ++i) {
-    if (dtype == ncclFloat32) {
+  if (dtype == ncclFloat32) {  // its own loop, so that it vectorizes
+    for (size_t i = 0; i < n; ++i) {
       const float value = CanonicalizeNaN(values[i]);
       std::memcpy(bytes + 4 * i, &value, sizeof value);
-    } else {
-      const uint16_t bits = dtype == ncclFloat16 ? FloatToHalf(values[i]) : FloatToBf16(values[i]);
-      std::memcpy(bytes + 2 * i, &bits, sizeof bits);
     }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t bits = dtype == ncclFloat16 ? FloatToHalf(values[i]) : FloatToBf16(values[i]);
+    std::memcpy(bytes + 2 * i, &bits, sizeof bits);
+  }
+}
+
+// out = (0 + terms[0] + terms[1] + ...) * scale per element, in fp32, in term order, stored as
+// StoreElements stores: the fill, AddElements per term, scale and store of a whole-buffer sum,
+// bit for bit, done a cache-sized tile at a time so that each term is read once and the sum never
+// leaves the cache. `out` may be one of the terms.
+inline void SumElements(const std::byte* const* terms, size_t term_count, ncclDataType_t dtype,
+                        size_t count, float scale, void* out) {
+  constexpr size_t kTile = 2048;
+  float tile[kTile];
+  const size_t element_bytes = NcclTypeBytes(dtype);
+  for (size_t first = 0; first < count; first += kTile) {
+    const size_t n = count - first < kTile ? count - first : kTile;
+    for (size_t i = 0; i < n; ++i) tile[i] = 0.0f;
+    for (size_t t = 0; t < term_count; ++t) {
+      AddElements(terms[t] + first * element_bytes, dtype, n, tile);
+    }
+    if (scale != 1.0f) {  // x * 1 is x, and a NaN's payload is canonical once stored
+      for (size_t i = 0; i < n; ++i) tile[i] *= scale;
+    }
+    StoreElements(out, dtype, first, n, tile);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <new>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "codec/batch.h"
 #include "codec/codec.h"
@@ -276,14 +277,10 @@ Result SimBackend::ReduceScatter(const void* send, void* recv, size_t count, ncc
     Scratch& scratch = Scratch::OfThisThread();
     std::byte* chunks = scratch.Take(0, size * chunk_bytes);
     ZPP_CHECK(transport.AllToAll(rank, view, sequence, send, chunks, chunk_bytes));
-    float* sum = scratch.TakeArray<float>(1, count);
-    std::fill_n(sum, count, 0.0f);
-    for (size_t peer = 0; peer < size; ++peer) {
-      codec::AddElements(chunks + peer * chunk_bytes, dtype, count, sum);
-    }
-    for (size_t i = 0; i < count; ++i) sum[i] *= scale;
+    std::vector<const std::byte*> terms(size);
+    for (size_t peer = 0; peer < size; ++peer) terms[peer] = chunks + peer * chunk_bytes;
     // Every member has read this rank's input (in-place is allowed).
-    codec::StoreElements(recv, dtype, 0, count, sum);
+    codec::SumElements(terms.data(), size, dtype, count, scale, recv);
     return ncclSuccess;
   });
 }

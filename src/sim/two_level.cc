@@ -1,6 +1,7 @@
 #include "sim/two_level.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "codec/element_io.h"
 #include "log/log.h"
@@ -58,29 +59,22 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
       "reduce-scatter (inside the node)"));
   // The node's partial sum for each rank of this rank's inter-node group, in local order, rounded
   // to the dtype; then their sum across nodes, in node order.
-  float* sum = scratch.TakeArray<float>(1, count);
   std::byte* partial = scratch.Take(2, n * chunk);
   std::byte* partials = scratch.Take(3, n * chunk);
+  std::vector<const std::byte*> terms(std::max(g, n));
   for (size_t k = 0; k < n; ++k) {
-    std::fill_n(sum, count, 0.0f);
     for (size_t l = 0; l < g; ++l) {
-      const std::byte* terms =
-          l == me ? input + Owner(layout, k, me) * chunk : received + (l * n + k) * chunk;
-      codec::AddElements(terms, dtype, count, sum);
+      terms[l] = l == me ? input + Owner(layout, k, me) * chunk : received + (l * n + k) * chunk;
     }
-    codec::StoreElements(partial + k * chunk, dtype, 0, count, sum);
+    codec::SumElements(terms.data(), g, dtype, count, 1.0f, partial + k * chunk);
   }
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.inter, call.inter_sequence, 1, chunk,
       [partial, chunk](size_t k, size_t) -> const std::byte* { return partial + k * chunk; },
       [&](size_t k, size_t) { return k == my_node ? nullptr : partials + k * chunk; },
       "reduce-scatter (across nodes)"));
-  std::fill_n(sum, count, 0.0f);
-  for (size_t k = 0; k < n; ++k) {
-    codec::AddElements((k == my_node ? partial : partials) + k * chunk, dtype, count, sum);
-  }
-  for (size_t i = 0; i < count; ++i) sum[i] *= scale;
-  codec::StoreElements(recv, dtype, 0, count, sum);
+  for (size_t k = 0; k < n; ++k) terms[k] = (k == my_node ? partial : partials) + k * chunk;
+  codec::SumElements(terms.data(), n, dtype, count, scale, recv);
   return ncclSuccess;
 }
 
