@@ -293,6 +293,17 @@ def gpu_bench_table(root):
     return "\n".join(lines) + "\n"
 
 
+def passthrough_table(root):
+    """The interposer's host cost per passed-through call (bench/passthrough_bench.cc)."""
+    lines = ["| call | straight into NCCL | through zpp | zpp's own cost | rounds |",
+             "|---|---:|---:|---:|---:|"]
+    for case in _results(root, "passthrough_cpu.json")["cases"]:
+        lines.append(f"| {case['case']} | {case['median_direct_ns']:.0f} ns | "
+                     f"{case['median_through_ns']:.0f} ns | {case['median_overhead_ns']:.0f} ns | "
+                     f"{len(case['direct_ns'])} |")
+    return "\n".join(lines) + "\n"
+
+
 # (page, marker, what rewrites it after a run, renderer)
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
@@ -308,6 +319,7 @@ TABLES = (
     ("docs/benchmarks.md", "all-reduce-cost-table", "tools/results_tables.py",
      all_reduce_cost_table),
     ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
+    ("docs/benchmarks.md", "passthrough-table", "tools/results_tables.py", passthrough_table),
     ("README.md", "gpu-loss-table", "tools/results_tables.py", gpu_loss_table),
     ("README.md", "gpu-bench-table", "tools/results_tables.py", gpu_bench_table),
 )
