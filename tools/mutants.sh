@@ -616,12 +616,12 @@ mutant fingerprint-says-varies src/codec/fingerprint.cc \
 # other rank; keeping its exact sum would part the replicas one rounding at a time.
 mutant qar-owner-keeps-exact-sum src/engine/all_reduce_plans.cc \
   $'  // Inside the node, exact: every local rank\'s chunk to every local rank.\n' \
-  $'  if (args.dtype == ncclFloat32 && owned != nullptr) {\n    const size_t mine = static_cast<size_t>(backend.GroupRank(across)) * share;\n    ZPP_CHECK(backend.Memcpy(node_chunk + mine * element, owned, share * element, context.stream));\n  }\n' \
+  $'  if (args.dtype == ncclFloat32 && b.owned != nullptr) {\n    const size_t mine = static_cast<size_t>(backend.GroupRank(g.across)) * g.share;\n    ZPP_CHECK(backend.Memcpy(b.node_chunk + mine * g.element, b.owned, g.share * g.element, context.stream));\n  }\n' \
   "zpp_sim_all_reduce_tests=QarTest.*"
 # Its error feedback: each of the two inter-node quantizations keeps its own residual.
 mutant qar-ef-residual-of-its-own-stage src/engine/all_reduce_plans.cc \
-  'residuals.last(residual_piece)' \
-  'residuals.first(residual_piece)' \
+  'b.residuals.last(g.residual_piece)' \
+  'b.residuals.first(g.residual_piece)' \
   "zpp_sim_all_reduce_tests=AllReduceFeedbackTest.*"
 mutant plan-lossy-off-on-one-node src/plan/planner.cc \
   '  if (shape.nodes <= 1 && !s.lossy_on_one_node) return PassThrough(zppReasonOneNode, plain);' \

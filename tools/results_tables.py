@@ -155,17 +155,22 @@ def paired_table(root, frameworks, modes, steps):
 
 # The CPU all-reduce's own cost (issue 45): bench/netbench/all_reduce_cost_run.py's medians over
 # rounds, and the testbed's step times of two libraries side by side.
-ALL_REDUCE_COST_FILES = (("one machine, 2 simulated nodes of 2 (UCX shared memory)",
-                          "all_reduce_cost_cpu_one_machine.json"),
-                         ("tools/netbed, 2 nodes x 2 at 1000 Mbit/s (TCP)",
-                          "all_reduce_cost_cpu_netbed_1000mbit.json"))
+# (where, builds old -> new, file)
+ONE_MACHINE = "one machine, 2 simulated nodes of 2 (UCX shared memory)"
+NETBED_1000 = "tools/netbed, 2 nodes x 2 at 1000 Mbit/s (TCP)"
+ALL_REDUCE_COST_FILES = (
+    (ONE_MACHINE, "e856b0f -> 36f4517", "all_reduce_cost_cpu_one_machine.json"),
+    (NETBED_1000, "e856b0f -> 36f4517", "all_reduce_cost_cpu_netbed_1000mbit.json"),
+    (ONE_MACHINE, "0003e81 -> b41867f", "all_reduce_cost_cpu_one_machine_tiled_sums.json"),
+    (NETBED_1000, "0003e81 -> b41867f", "all_reduce_cost_cpu_netbed_1000mbit_tiled_sums.json"))
 AB_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's bf16_compress_hook"), ("plain", "zpp plain"),
              ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"))
 
 
 def all_reduce_cost_table(root):
-    lines = ["| where | gloo | zpp old | zpp new | file |", "|---|---:|---:|---:|---|"]
-    for where, name in ALL_REDUCE_COST_FILES:
+    lines = ["| where | zpp old -> new | gloo | zpp old | zpp new | file |",
+             "|---|---|---:|---:|---:|---|"]
+    for where, builds, name in ALL_REDUCE_COST_FILES:
         runs = _results(root, name)["runs"]
         cells = []
         for label in ("gloo", "old", "new"):
@@ -173,7 +178,7 @@ def all_reduce_cost_table(root):
             wall = statistics.median(r["median_wall_ms"] for r in mine)
             cpu = statistics.median(r["cpu_ms_per_call_all_ranks"] for r in mine)
             cells.append(f"{wall:.1f} ms, {cpu:.1f} ms CPU")
-        lines.append(f"| {where} | " + " | ".join(cells) + f" | `{name}` |")
+        lines.append(f"| {where} | {builds} | " + " | ".join(cells) + f" | `{name}` |")
     return "\n".join(lines) + "\n"
 
 
@@ -293,6 +298,43 @@ def gpu_bench_table(root):
     return "\n".join(lines) + "\n"
 
 
+REPLICATED_AUTO_LABELS = (("gloo", "gloo"), ("plain", "zpp plain"), ("ar8", "`ar8`"),
+                          ("ar4+ef", "`ar4+ef`"), ("auto", "`auto` (plain, `ar8` or `ar4+ef`)"))
+
+
+def _trial_choices(trials):
+    """What auto committed to per size band, from the tuner's trials lines (`... 1M+: ... -> qar4`)
+    of the run's communicators that measured a call."""
+    chosen = [f"{band} {choice}" for line in trials for band, choice in
+              re.findall(r"(\d+[KMG]?\+):[^;]*?-> (\w+)", line)]
+    return ", ".join(chosen) or "no trial measured"
+
+
+def replicated_auto_table(root):
+    """DDP and HSDP per mode over interleaved rounds, against gloo, with auto's choice."""
+    runs = _results(root, "netbench_replicated_auto_cpu.json")["runs"]
+    lines = ["| framework | mode | per round | median | / gloo | / fastest zpp mode |",
+             "|---|---|---|---:|---:|---:|"]
+    for framework in ("ddp", "hsdp"):
+        steps = {mode: [r["median_step_s"] for r in sorted(runs, key=lambda r: r["round"])
+                        if (r["framework"], r["mode"]) == (framework, mode)]
+                 for mode, _ in REPLICATED_AUTO_LABELS}
+        medians = {mode: statistics.median(values) for mode, values in steps.items() if values}
+        fastest = min(value for mode, value in medians.items() if mode not in ("gloo", "auto"))
+        for mode, label in REPLICATED_AUTO_LABELS:
+            if mode not in medians:
+                continue
+            if mode == "auto":
+                chosen = [r.get("tuner_trials") for r in runs
+                          if (r["framework"], r["mode"]) == (framework, mode)]
+                label += f"; its choices per round: {'; '.join(_trial_choices(t) for t in chosen)}"
+            lines.append(f"| {framework.upper()} | {label} | "
+                         f"{', '.join(f'{v:.3f}' for v in steps[mode])} | {medians[mode]:.3f} s | "
+                         f"{medians[mode] / medians['gloo']:.2f} | "
+                         f"{medians[mode] / fastest:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def passthrough_table(root):
     """The interposer's host cost per passed-through call (bench/passthrough_bench.cc)."""
     lines = ["| call | straight into NCCL | through zpp | zpp's own cost | rounds |",
@@ -320,6 +362,8 @@ TABLES = (
      all_reduce_cost_table),
     ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
     ("docs/benchmarks.md", "passthrough-table", "tools/results_tables.py", passthrough_table),
+    ("docs/benchmarks.md", "replicated-auto-table", "tools/results_tables.py",
+     replicated_auto_table),
     ("README.md", "gpu-loss-table", "tools/results_tables.py", gpu_loss_table),
     ("README.md", "gpu-bench-table", "tools/results_tables.py", gpu_bench_table),
 )

@@ -35,33 +35,50 @@ bool ParseSize(const std::string& text, uint64_t* bytes) {
   return true;
 }
 
-void AddSweepOptions(CLI::App& app, BenchCli& cli) {
-  auto size_check = [](const std::string& text) {
-    uint64_t bytes = 0;
-    return ParseSize(text, &bytes) ? std::string() : "a size: 8, 64K, 256M, 1G";
-  };
-  auto mode_check = [](const std::string& text) {
-    plan::Settings settings;
-    return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
-               ? std::string()
-               : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>], qar[4|8], "
-                 "ef joined by '+'";
-  };
-  // The sweep's numbers, as nccl-tests' getopt reads them: the last one given wins, so a script
-  // can append its own to a default command line (tools/gpu-bench.sh "$@").
-  constexpr CLI::MultiOptionPolicy kLastWins = CLI::MultiOptionPolicy::TakeLast;
+namespace {
+
+// The sweep's numbers, as nccl-tests' getopt reads them: the last one given wins, so a script can
+// append its own to a default command line (tools/gpu-bench.sh "$@").
+constexpr CLI::MultiOptionPolicy kLastWins = CLI::MultiOptionPolicy::TakeLast;
+
+CLI::Validator SizeCheck() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        uint64_t bytes = 0;
+        return ParseSize(text, &bytes) ? std::string() : "a size: 8, 64K, 256M, 1G";
+      },
+      "SIZE");
+}
+
+CLI::Validator ModeCheck() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        plan::Settings settings;
+        return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
+                   ? std::string()
+                   : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>], "
+                     "qar[4|8], ef joined by '+'";
+      },
+      "MODE");
+}
+
+void AddSizeOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("-b,--minbytes", cli.min_bytes, "smallest size (whole buffer), e.g. 8, 64K")
       ->multi_option_policy(kLastWins)
-      ->check(CLI::Validator(size_check, "SIZE"))
+      ->check(SizeCheck())
       ->capture_default_str();
   app.add_option("-e,--maxbytes", cli.max_bytes, "largest size")
       ->multi_option_policy(kLastWins)
-      ->check(CLI::Validator(size_check, "SIZE"))
+      ->check(SizeCheck())
       ->capture_default_str();
   app.add_option("-f,--stepfactor", cli.step_factor, "size multiplier between sizes")
       ->multi_option_policy(kLastWins)
       ->check(CLI::Range(uint64_t{1}, uint64_t{1024}))
       ->capture_default_str();
+}
+
+// What each case runs: operations, modes, element types and the plans' settings.
+void AddCaseOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("--ops", cli.ops, "operations")
       ->delimiter(',')
       ->check(CLI::IsMember({"allgather", "reducescatter", "allreduce"}))
@@ -71,7 +88,7 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
                  "joined by '+': "
                  "qwz[4|8], hpz, qgz[<intra>/<inter>], qar[4|8] (all-reduce), ef")
       ->delimiter(',')
-      ->check(CLI::Validator(mode_check, "MODE"))
+      ->check(ModeCheck())
       ->capture_default_str();
   app.add_option("-d,--dtypes", cli.dtypes, "element types")
       ->delimiter(',')
@@ -90,7 +107,11 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
       ->check(CLI::IsMember({32, 64, 128, 256, 512, 1024, 2048, 4096}));
   app.add_option("--zpp-min-bytes", cli.zpp_min_bytes,
                  "buffers below this go through plain (default: ZPP_MIN_BYTES)")
-      ->check(CLI::Validator(size_check, "SIZE"));
+      ->check(SizeCheck());
+}
+
+// The cluster: simulated, or this process's rank of a real one.
+void AddClusterOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("--backend", cli.backend, "sim (simulated cluster, CPU) or nccl (GPU)")
       ->check(CLI::IsMember({"sim", "nccl"}))
       ->capture_default_str();
@@ -108,6 +129,10 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--dir", cli.dir, "--backend nccl: a folder every rank sees (the NCCL id)")
       ->capture_default_str();
+}
+
+// Step mode, the projection and the JSON file.
+void AddStepOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("--step-model", cli.step_models,
                  "step mode: models to replay a ZeRO-3 step of, comma list of 125M, 1.3B, 7B "
                  "or files of 'name elements' lines")
@@ -115,7 +140,7 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
   app.add_option("--step-configs", cli.step_configs,
                  "step mode: configurations (modes; default: docs/benchmarks.md's step table)")
       ->delimiter(',')
-      ->check(CLI::Validator(mode_check, "MODE"));
+      ->check(ModeCheck());
   app.add_option("--steps", cli.steps, "step mode: steps replayed (volume from step 2 on)")
       ->check(CLI::Range(3, 100))
       ->capture_default_str();
@@ -136,6 +161,15 @@ void AddSweepOptions(CLI::App& app, BenchCli& cli) {
   app.add_flag("--project", cli.project,
                "print the cost model's projected step communication time for --step-model on "
                "--nodes x --gpus-per-node (no measurement)");
+}
+
+}  // namespace
+
+void AddSweepOptions(CLI::App& app, BenchCli& cli) {
+  AddSizeOptions(app, cli);
+  AddCaseOptions(app, cli);
+  AddClusterOptions(app, cli);
+  AddStepOptions(app, cli);
 }
 
 }  // namespace zpp::bench

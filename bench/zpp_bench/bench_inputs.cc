@@ -1,8 +1,11 @@
 #include "bench/zpp_bench/bench_inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "codec/element_io.h"
 
@@ -66,6 +69,20 @@ void CompareWithReference(const CollectiveCase& what, int rank, int ranks,
   }
   const double eps = Epsilon(what.dtype);
   for (size_t i = 0; i < count; ++i) part->Add(got[i], sum[i], (ranks + 1) * eps * magnitude[i]);
+}
+
+Measurement TimedAndCompared(std::vector<double> times_us, const ErrorStats& errors,
+                             const plan::Plan& plan, plan::CollectiveOp op) {
+  Measurement m;
+  std::sort(times_us.begin(), times_us.end());
+  const size_t middle = times_us.size() / 2;
+  m.time_us =
+      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  m.rel_l2_err = errors.RelativeL2();
+  m.max_abs_err = errors.MaxAbs();
+  if (Lossless(plan, op)) m.wrong = errors.Wrong();
+  m.plan = std::string(plan::PlanKindName(plan.kind));
+  return m;
 }
 
 }  // namespace zpp::bench

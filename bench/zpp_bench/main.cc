@@ -73,6 +73,40 @@ void PrintSummary(const std::vector<step::StepFigures>& steps) {
   }
 }
 
+// Step mode: ZeRO-3 steps of --step-model replayed on the simulated cluster, a row per model
+// and configuration.
+Result RunSteps(const BenchCli& cli, const sim::ClusterLayout& layout,
+                std::vector<step::StepFigures>* steps) {
+  StepModeOptions step_options;
+  step_options.models = cli.step_models;
+  step_options.configs = cli.step_configs;
+  if (step_options.configs.empty()) {
+    step_options.configs = step::StandardStepModes();
+    for (const std::string& mode : step::StatefulStepModes()) step_options.configs.push_back(mode);
+  }
+  step_options.layout = layout;
+  step_options.base = BaseSettings(cli);
+  // Every unit through its plan, as docs/benchmarks.md's step table.
+  step_options.base.min_bytes = 0;
+  step_options.steps = cli.steps;
+  step_options.max_elements = cli.step_elements;
+  step::ParseInputBuffers(cli.step_buffers, &step_options.buffers);  // checked by the CLI
+  step_options.micro_batches = cli.micro_batches;
+  std::printf(
+      "\n# step mode: ZeRO-3 steps (forward all-gathers, backward all-gathers, "
+      "reduce-scatters), bf16, %d steps of %d micro-batch(es), %s buffers, volume per "
+      "optimizer step from step 2 on; models scaled down by one factor per model to at most "
+      "%llu parameters\n",
+      cli.steps, cli.micro_batches, cli.step_buffers.c_str(),
+      static_cast<unsigned long long>(cli.step_elements));
+  std::fputs(StepTableHeader().c_str(), stdout);
+  auto print = [](const step::StepFigures& figures) {
+    std::fputs(StepTableRow(figures).c_str(), stdout);
+    std::fflush(stdout);
+  };
+  return RunStepMode(step_options, print, steps);
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"zpp-bench: all-gather and reduce-scatter, plain NCCL against zpp's modes"};
   BenchCli cli;
@@ -126,36 +160,8 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<step::StepFigures> steps;
-  if (!cli.step_models.empty()) {
-    StepModeOptions step_options;
-    step_options.models = cli.step_models;
-    step_options.configs = cli.step_configs;
-    if (step_options.configs.empty()) {
-      step_options.configs = step::StandardStepModes();
-      for (const std::string& mode : step::StatefulStepModes())
-        step_options.configs.push_back(mode);
-    }
-    step_options.layout = runner_options.layout;
-    step_options.base = BaseSettings(cli);
-    step_options.base.min_bytes =
-        0;  // every unit through its plan, as docs/benchmarks.md's step table
-    step_options.steps = cli.steps;
-    step_options.max_elements = cli.step_elements;
-    step::ParseInputBuffers(cli.step_buffers, &step_options.buffers);  // checked by the CLI
-    step_options.micro_batches = cli.micro_batches;
-    std::printf(
-        "\n# step mode: ZeRO-3 steps (forward all-gathers, backward all-gathers, "
-        "reduce-scatters), bf16, %d steps of %d micro-batch(es), %s buffers, volume per "
-        "optimizer step from step 2 on; models scaled down by one factor per model to at most "
-        "%llu parameters\n",
-        cli.steps, cli.micro_batches, cli.step_buffers.c_str(),
-        static_cast<unsigned long long>(cli.step_elements));
-    std::fputs(StepTableHeader().c_str(), stdout);
-    auto print = [](const step::StepFigures& figures) {
-      std::fputs(StepTableRow(figures).c_str(), stdout);
-      std::fflush(stdout);
-    };
-    if (RunStepMode(step_options, print, &steps) != ncclSuccess) return 1;
+  if (!cli.step_models.empty() && RunSteps(cli, runner_options.layout, &steps) != ncclSuccess) {
+    return 1;
   }
 
   if (!cli.json_path.empty()) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench/zpp_bench/bench_inputs.h"
@@ -207,16 +208,8 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
       got, &part);
   errors.Merge(part);
 
-  Measurement m;
-  std::sort(times_us.begin(), times_us.end());
-  const size_t middle = times_us.size() / 2;
-  m.time_us =
-      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  Measurement m = TimedAndCompared(std::move(times_us), errors, plan, what.op);
   SetPredictedBytes(plan, what, nodes, options_.local_size, &m);
-  m.rel_l2_err = errors.RelativeL2();
-  m.max_abs_err = errors.MaxAbs();
-  if (Lossless(plan, what.op)) m.wrong = errors.Wrong();
-  m.plan = std::string(plan::PlanKindName(plan.kind));
   // Launches per call, as the sim counts them (its rows and these compare): a call NCCL runs is
   // one collective; zpp's plans count theirs in the stats, per path.
   const double calls = what.warmup + what.iterations;

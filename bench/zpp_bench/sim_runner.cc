@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench/zpp_bench/bench_inputs.h"
@@ -62,6 +63,21 @@ std::string SimRunner::time_note() const {
          "here are bytes per link class and errors";
 }
 
+namespace {
+
+// A rank's engine options for `what`: one epoch (hpZ fills, never hits: docs/benchmarks.md), and
+// with `tune`, as communicator set-up does under ZPP_TUNE=auto: measure, agree, build the table.
+Result OptionsFor(const CollectiveCase& what, const plan::Shape& shape, sim::SimBackend& backend,
+                  Stream& stream, engine::EngineOptions* options) {
+  options->settings = what.settings;
+  options->epoch = [] { return uint64_t{0}; };
+  if (!what.tune) return ncclSuccess;
+  BackendByteAllGather exchange(backend, stream);
+  return tune::SetUpTuning(backend, stream, exchange, shape, options->settings, &options->tuning);
+}
+
+}  // namespace
+
 Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = layout_.world_size();
   const size_t element = NcclTypeBytes(what.dtype);
@@ -88,21 +104,11 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
     codec::StoreElements(input.data(), what.dtype, 0, in_count, held[rank].data());
 
     StatsCounters stats;
-    engine::EngineOptions options;
-    options.settings = what.settings;
-    options.epoch = [] {
-      return uint64_t{0};
-    };  // one epoch: hpZ fills, never hits (docs/benchmarks.md)
     std::unique_ptr<Stream> stream;
     const bool have_stream = backend.CreateStream(&stream) == ncclSuccess;
-    if (!have_stream) ++failures;
-    if (what.tune && have_stream) {
-      // As communicator set-up does with ZPP_TUNE=auto: measure, agree, build the table.
-      BackendByteAllGather exchange(backend, *stream);
-      if (tune::SetUpTuning(backend, *stream, exchange, shape, options.settings, &options.tuning) !=
-          ncclSuccess) {
-        ++failures;
-      }
+    engine::EngineOptions options;
+    if (!have_stream || OptionsFor(what, shape, backend, *stream, &options) != ncclSuccess) {
+      ++failures;
     }
     engine::Engine engine(backend, shape, options, stats);
     for (int call = 0; call < calls; ++call) {
@@ -136,18 +142,10 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   ZPP_CHECK_ARG(failures.load() == 0, "%d ranks failed a %s call", failures.load(),
                 OpName(what.op));
 
-  Measurement m;
-  std::sort(times_us.begin(), times_us.end());
-  const size_t middle = times_us.size() / 2;
-  m.time_us =
-      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  Measurement m = TimedAndCompared(std::move(times_us), errors, plans[0], what.op);
   m.bytes_intra_node = world.TotalSentBytes(zppLinkIntraNode) / calls;
   m.bytes_inter_node = world.TotalSentBytes(zppLinkInterNode) / calls;
   m.bytes_inter_rack = world.TotalSentBytes(zppLinkInterRack) / calls;
-  m.rel_l2_err = errors.RelativeL2();
-  m.max_abs_err = errors.MaxAbs();
-  if (Lossless(plans[0], what.op)) m.wrong = errors.Wrong();
-  m.plan = std::string(plan::PlanKindName(plans[0].kind));
   m.kernel_launches = static_cast<double>(launches.kernels) / calls;
   m.collective_launches = static_cast<double>(launches.collectives) / calls;
   *out = m;

@@ -67,10 +67,16 @@ const Config& GetConfig() {
   return *config;
 }
 
-int log::detail::ConfigureFromProcess() {
-  GetConfig();  // configures the logger as a side effect
-  return g_level.load(std::memory_order_acquire);
-}
+namespace {
+
+// The logger's first line reads the settings through here (log/log.h), installed when this file
+// loads: GetConfig configures the logger as a side effect.
+const bool kLoggerConfigurer = [] {
+  log::detail::SetConfigurer([] { GetConfig(); });
+  return true;
+}();
+
+}  // namespace
 
 void ReportConfigOnce() {
   static std::once_flag once;

@@ -30,6 +30,7 @@ constexpr std::array kOtherVariables = {
                   "bench/fsdp/gpt_text.py: the training text (default: Debian's fortunes)"},
     OtherVariable{"ZPP_TORCH_PYTHON", "make test: the pinned torch's python"},
     OtherVariable{"ZPP_VENV", "tools/install-torch.sh: the torch virtual environment"},
+    OtherVariable{"ZPP_LINT_VENV", "tools/install-lint.sh: lizard's virtual environment"},
     OtherVariable{"ZPP_BUILD_DIR", "tools scripts: the build folder"},
     OtherVariable{"ZPP_TORCH_CPU",
                   "zpp-run --cpu: torch's gloo process groups run on the zpp backend"},

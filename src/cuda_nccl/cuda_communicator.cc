@@ -193,6 +193,29 @@ Result SetUpZppCommunicator(const NcclFunctions& nccl, ncclComm_t comm, StatsCou
                                   why_not);
 }
 
+namespace {
+
+// The sub-communicators the techniques asked for need. Every input here is agreed: all ranks
+// split, or none does.
+Result SplitWhereAsked(CudaNcclBackend& backend, BackendByteAllGather& exchange,
+                       const engine::EngineOptions& options, const topology::Topology& topology,
+                       plan::Shape* shape, std::string* why_not) {
+  if (!shape->config_agreed || !shape->hierarchical_allowed ||
+      !(options.settings.hpz || options.settings.qgz || options.settings.qar)) {
+    shape->rack_level_allowed = false;
+    return ncclSuccess;
+  }
+  const bool split =
+      backend.SplitSubCommunicators(topology, shape->rack_level_allowed) == ncclSuccess;
+  topology::SetUpOutcome outcome;
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, split, &outcome));
+  if (outcome.all_ok) return ncclSuccess;
+  *why_not = "ncclCommSplit failed on some ranks (" + outcome.Describe() + ")";
+  return ncclInvalidUsage;  // the backend's destructor destroys the sub-communicators made
+}
+
+}  // namespace
+
 Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const NcclFunctions& nccl,
                                 ncclComm_t comm, StatsCounters& stats,
                                 std::unique_ptr<ZppCommunicator>* out, std::string* why_not) {
@@ -239,19 +262,7 @@ Result SetUpZppCommunicatorWith(const engine::EngineOptions& options, const Nccl
   plan::Shape shape = topology::ShapeOf(topology);
   shape.config_agreed = agreement.agreed;
 
-  // Every input here is agreed: all ranks split, or none does.
-  if (shape.config_agreed && shape.hierarchical_allowed &&
-      (options.settings.hpz || options.settings.qgz || options.settings.qar)) {
-    const bool split =
-        backend->SplitSubCommunicators(topology, shape.rack_level_allowed) == ncclSuccess;
-    ZPP_CHECK(topology::AgreeOnOutcome(exchange, split, &outcome));
-    if (!outcome.all_ok) {
-      *why_not = "ncclCommSplit failed on some ranks (" + outcome.Describe() + ")";
-      return ncclInvalidUsage;  // the backend's destructor destroys the sub-communicators made
-    }
-  } else {
-    shape.rack_level_allowed = false;
-  }
+  ZPP_CHECK(SplitWhereAsked(*backend, exchange, options, topology, &shape, why_not));
   // Last, and agreed: all of zpp's staging comes from here (engine/pool_reservation.h).
   const uint64_t reserve =
       engine::StagingReservationBytes(options.settings, shape, options.pool_bytes);

@@ -8,6 +8,16 @@
 #include "engine/allgather_plans.h"
 
 namespace zpp::engine {
+namespace {
+
+// This rank's message across nodes, in bytes: its delta, its shard quantized, or 0 (sent as is).
+size_t MessageBytes(const plan::Plan& plan, const AllGatherArgs& args, bool delta,
+                    const codec::Format& delta_format, const codec::Format& full_format) {
+  if (delta) return codec::DeltaMessageBytes(args.count, args.dtype, delta_format);
+  return plan.send_bits != 0 ? codec::PieceBytes(args.count, args.dtype, full_format) : 0;
+}
+
+}  // namespace
 
 WeightDeltas::WeightDeltas(BufferPool& pool, uint64_t max_bytes, uint64_t refresh,
                            StatsCounters& stats, std::function<uint64_t()> epoch)
@@ -29,10 +39,7 @@ Result WeightDeltas::RunFill(PlanContext& context, const plan::Plan& plan,
   const bool delta = allowed && slot.lease != nullptr && slot.valid && !refresh;
   const codec::Format delta_format{plan.delta_bits, plan.block, plan.rotate};
   const codec::Format full_format{plan.send_bits, plan.block, plan.rotate};
-  const size_t message = delta ? codec::DeltaMessageBytes(args.count, args.dtype, delta_format)
-                         : plan.send_bits != 0
-                             ? codec::PieceBytes(args.count, args.dtype, full_format)
-                             : 0;
+  const size_t message = MessageBytes(plan, args, delta, delta_format, full_format);
 
   // Every buffer before the first collective: a pool refusal passes the call through whole.
   Staging staging(context);

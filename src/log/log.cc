@@ -14,6 +14,22 @@ namespace zpp::log {
 namespace detail {
 std::atomic<int> g_level{-1};
 std::atomic<uint32_t> g_mask{kAll};
+
+namespace {
+std::atomic<Configurer> g_configurer{nullptr};
+}  // namespace
+
+void SetConfigurer(Configurer configurer) {
+  g_configurer.store(configurer, std::memory_order_release);
+}
+
+int ConfigureOnFirstUse() {
+  if (const Configurer configure = g_configurer.load(std::memory_order_acquire)) {
+    configure();
+    return g_level.load(std::memory_order_acquire);
+  }
+  return static_cast<int>(Level::kWarn);  // not stored: the configurer, once installed, decides
+}
 }  // namespace detail
 
 namespace {

@@ -22,15 +22,19 @@ namespace detail {
 // -1 until configured; then the Level as an int.
 extern std::atomic<int> g_level;
 extern std::atomic<uint32_t> g_mask;
-// Reads the process's settings, configures the logger, returns g_level. The settings come from the
-// environment, which only the config layer parses: config/config.cc defines this.
-int ConfigureFromProcess();
+// Configures the logger from the process's settings (it calls Configure). The settings come from
+// the environment, which only the config layer parses: config/config.cc installs its own when it
+// loads, so that logging never calls into the layer above it.
+using Configurer = void (*)();
+void SetConfigurer(Configurer configurer);
+// At the first line: the installed configurer's level, or WARN's while none is installed.
+int ConfigureOnFirstUse();
 }  // namespace detail
 
 // True when a line at this level and subsystem would be written. WARN ignores the mask.
 inline bool Enabled(Level level, uint32_t subsys) {
   int current = detail::g_level.load(std::memory_order_acquire);
-  if (current < 0) current = detail::ConfigureFromProcess();
+  if (current < 0) current = detail::ConfigureOnFirstUse();
   if (static_cast<int>(level) > current || level == Level::kNone) return false;
   return level == Level::kWarn || (subsys & detail::g_mask.load(std::memory_order_relaxed)) != 0;
 }
