@@ -168,6 +168,66 @@ def counted_stats(snapshot):
     return read
 
 
+def init_distributed(args):
+    """The process group on the device asked for; returns the device."""
+    import torch
+    import torch.distributed as dist
+
+    if args.device == "cuda":
+        device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+        dist.init_process_group(args.backend or "nccl", device_id=device)
+        return device
+    backend = args.backend or "zpp"
+    if backend == "zpp":
+        import zpp_torch  # noqa: F401 (registers the backend)
+    if args.count_bytes:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
+                                        "deepspeed"))
+        import counted_backend
+
+        backend = counted_backend.register(backend)
+    timeout = {}
+    if args.pg_timeout is not None:
+        import datetime
+
+        timeout["timeout"] = datetime.timedelta(seconds=args.pg_timeout)
+    dist.init_process_group(backend, **timeout)
+    return torch.device("cpu")
+
+
+def stats_reader(args):
+    """What reads zpp's statistics after each step for --stats-dir (None: not asked)."""
+    import torch.distributed as dist
+
+    if not args.stats_dir:
+        return None
+    if dist.get_backend() == "zpp":
+        import zpp_torch
+
+        # HSDP's collectives run on its mesh's groups: every communicator of the process.
+        return zpp_torch.process_stats if args.parallel == "hsdp" else zpp_torch.stats
+    if args.count_bytes:
+        import counted_backend
+
+        return counted_stats(counted_backend.snapshot)
+    return preloaded_zpp_stats()
+
+
+def report_final(args, lines):
+    """Rank 0's last lines: the final loss, and on a GPU zpp's step epoch."""
+    final = quantities.final_loss(float(line.split(",")[1]) for line in lines)
+    print(f"final loss {final:.8f} (mean of the last 10% of steps)")
+    if args.device == "cuda":
+        try:
+            zpp = ctypes.CDLL(None)
+            epoch = ctypes.c_uint64(0)
+            zpp.zppGetStepEpoch(ctypes.byref(epoch))
+            print(f"zpp step epoch {epoch.value}")
+        except (OSError, AttributeError):
+            print("zpp not loaded")
+
+
 def main():
     args = parse()
     rank = int(os.environ["RANK"])
@@ -176,27 +236,7 @@ def main():
     import torch
     import torch.distributed as dist
 
-    if args.device == "cuda":
-        device = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
-        torch.cuda.set_device(device)
-        dist.init_process_group(args.backend or "nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        backend = args.backend or "zpp"
-        if backend == "zpp":
-            import zpp_torch  # noqa: F401 (registers the backend)
-        if args.count_bytes:
-            sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..",
-                                            "deepspeed"))
-            import counted_backend
-
-            backend = counted_backend.register(backend)
-        timeout = {}
-        if args.pg_timeout is not None:
-            import datetime
-
-            timeout["timeout"] = datetime.timedelta(seconds=args.pg_timeout)
-        dist.init_process_group(backend, **timeout)
+    device = init_distributed(args)
     world = dist.get_world_size()
     torch.manual_seed(args.seed)
 
@@ -214,16 +254,7 @@ def main():
         optimizer, lambda step: min(1.0, (step + 1) / max(args.warmup, 1)))
     batches = gpt_text.Batches(gpt_text.load_corpus(), args.batch, args.seq, args.seed, rank)
 
-    zpp_stats = None
-    if args.stats_dir and dist.get_backend() == "zpp":
-        import zpp_torch
-
-        # HSDP's collectives run on its mesh's groups: every communicator of the process.
-        zpp_stats = zpp_torch.process_stats if args.parallel == "hsdp" else zpp_torch.stats
-    elif args.stats_dir and args.count_bytes:
-        zpp_stats = counted_stats(counted_backend.snapshot)
-    elif args.stats_dir:
-        zpp_stats = preloaded_zpp_stats()
+    zpp_stats = stats_reader(args)
     per_step = []
     lines = []
     start = time.monotonic()
@@ -248,22 +279,13 @@ def main():
         count = save_and_load_checkpoint(model, optimizer, args.checkpoint)
         print(f"rank {rank}: checkpoint saved and loaded, {count} parameters equal")
     if rank == 0:
-        final = quantities.final_loss(float(line.split(",")[1]) for line in lines)
-        print(f"parameters {parameters}, final loss {final:.8f} (mean of the last 10% of steps)")
-        if args.device == "cuda":
-            try:
-                zpp = ctypes.CDLL(None)
-                epoch = ctypes.c_uint64(0)
-                zpp.zppGetStepEpoch(ctypes.byref(epoch))
-                print(f"zpp step epoch {epoch.value}")
-            except (OSError, AttributeError):
-                print("zpp not loaded")
+        print(f"parameters {parameters}, ", end="")
+        report_final(args, lines)
     # Every rank done before any tears its connections down: gloo's teardown while a peer still
     # uses them aborted a rank at exit ("terminate called without an active exception", seen
     # once in `make test` under load, in the gloo reference run).
     dist.barrier()
     dist.destroy_process_group()
-
 
 if __name__ == "__main__":
     main()
