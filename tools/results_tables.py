@@ -311,13 +311,19 @@ def _trial_choices(trials):
 
 
 def replicated_auto_table(root):
-    """DDP and HSDP per mode over interleaved rounds, against gloo, with auto's choice."""
-    runs = _results(root, "netbench_replicated_auto_cpu.json")["runs"]
-    lines = ["| framework | mode | per round | median | / gloo | / fastest zpp mode |",
-             "|---|---|---|---:|---:|---:|"]
-    for framework in ("ddp", "hsdp"):
-        steps = {mode: [r["median_step_s"] for r in sorted(runs, key=lambda r: r["round"])
-                        if (r["framework"], r["mode"]) == (framework, mode)]
+    """DDP and HSDP per link and mode over interleaved rounds, against gloo, with auto's choice:
+    every netbench_replicated_auto_cpu*.json."""
+    runs = [run for path in sorted(glob.glob(os.path.join(
+        root, "bench", "results", "netbench_replicated_auto_cpu*.json")))
+        for run in _results(root, os.path.basename(path))["runs"]]
+    lines = ["| framework | link | mode | per round | median | / gloo | / fastest zpp mode |",
+             "|---|---|---|---|---:|---:|---:|"]
+    cases = sorted({(r["framework"], r["rate_mbit"]) for r in runs},
+                   key=lambda case: (case[0] != "ddp", -case[1]))
+    for framework, rate in cases:
+        mine = sorted((r for r in runs if (r["framework"], r["rate_mbit"]) == (framework, rate)),
+                      key=lambda r: r["round"])
+        steps = {mode: [r["median_step_s"] for r in mine if r["mode"] == mode]
                  for mode, _ in REPLICATED_AUTO_LABELS}
         medians = {mode: statistics.median(values) for mode, values in steps.items() if values}
         fastest = min(value for mode, value in medians.items() if mode not in ("gloo", "auto"))
@@ -325,10 +331,9 @@ def replicated_auto_table(root):
             if mode not in medians:
                 continue
             if mode == "auto":
-                chosen = [r.get("tuner_trials") for r in runs
-                          if (r["framework"], r["mode"]) == (framework, mode)]
+                chosen = [r.get("tuner_trials") for r in mine if r["mode"] == mode]
                 label += f"; its choices per round: {'; '.join(_trial_choices(t) for t in chosen)}"
-            lines.append(f"| {framework.upper()} | {label} | "
+            lines.append(f"| {framework.upper()} | {rate:g} Mbit/s | {label} | "
                          f"{', '.join(f'{v:.3f}' for v in steps[mode])} | {medians[mode]:.3f} s | "
                          f"{medians[mode] / medians['gloo']:.2f} | "
                          f"{medians[mode] / fastest:.2f} |")
