@@ -52,29 +52,42 @@ def netbench_table(root):
     return harness.table(_results(root, "netbench_cpu.json"))
 
 
-# The README's step times: per framework and link, the median step of each mode side by side.
-README_FRAMEWORKS = (("fsdp2", "FSDP2", "netbench_cpu.json"),
-                     ("deepspeed", "DeepSpeed", "netbench_cpu.json"),
-                     ("ddp", "DDP", "netbench_replicated_cpu.json"))
+# The README's step times: per framework and link, the median step of each mode side by side,
+# each row from its newest run: FSDP2 and DeepSpeed from `make netbench`'s file, DDP from the
+# interleaved rounds of netbench_replicated_auto_cpu*.json (the median over rounds).
+README_FRAMEWORKS = (("fsdp2", "FSDP2"), ("deepspeed", "DeepSpeed"), ("ddp", "DDP"))
 README_RATES = ((50, "50 Mbit/s"), (1000, "1 Gbit/s"))
 README_MODES = (("gloo", "gloo"), ("plain", "zpp plain"), ("zero++", "zero++"), ("ar8", "`ar8`"),
-                ("ar4+ef", "`ar4+ef`"))
+                ("ar4+ef", "`ar4+ef`"), ("auto", "`auto`"))
+
+
+def _step_time_sources(root):
+    """{(framework, rate, mode): [median steps]} and {(framework, rate): 'file (date)'}."""
+    times, sources = {}, {}
+    files = ["netbench_cpu.json"] + sorted(os.path.basename(path) for path in glob.glob(
+        os.path.join(root, "bench", "results", "netbench_replicated_auto_cpu*.json")))
+    for name in files:
+        summary = _results(root, name)
+        for run in summary["runs"]:
+            key = (run["framework"], run["rate_mbit"])
+            if run["framework"] not in dict(README_FRAMEWORKS) or run["mode"] == "int4":
+                continue
+            times.setdefault(key + (run["mode"],), []).append(run["median_step_s"])
+            sources[key] = f"`{name}` ({summary['date']})"
+    return times, sources
 
 
 def readme_step_times(root):
-    times = {}
-    for framework, _, name in README_FRAMEWORKS:
-        for run in _results(root, name)["runs"]:
-            if run["framework"] == framework:
-                times[(framework, run["rate_mbit"], run["mode"])] = run["median_step_s"]
-    lines = ["| framework | link | " + " | ".join(label for _, label in README_MODES) + " |",
-             "|---|---|" + "---:|" * len(README_MODES)]
-    for framework, label, _ in README_FRAMEWORKS:
+    times, sources = _step_time_sources(root)
+    lines = ["| framework | link | " + " | ".join(label for _, label in README_MODES) + " | from |",
+             "|---|---|" + "---:|" * len(README_MODES) + "---|"]
+    for framework, label in README_FRAMEWORKS:
         for rate, link in README_RATES:
-            cells = [f"{times[(framework, rate, mode)]:.3f} s"
+            cells = [f"{statistics.median(times[(framework, rate, mode)]):.3f} s"
                      if (framework, rate, mode) in times else "" for mode, _ in README_MODES]
             lines.append(f"| {label} | {link} |" + "".join(f" {cell} |" if cell else " |"
-                                                            for cell in cells))
+                                                            for cell in cells) +
+                         f" {sources.get((framework, rate), '')} |")
     return "\n".join(lines) + "\n"
 
 
