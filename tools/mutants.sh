@@ -563,7 +563,7 @@ mutant ef-same-call-only src/engine/step_slots.cc \
   '    if (entry.dtype == dtype) {' \
   "zpp_sim_qgz_tests=ErrorFeedback*"
 mutant ef-written-marks-valid src/engine/engine.cc \
-  '      if (result == ncclSuccess) feedback_->Written(slot);' \
+  '  if (result == ncclSuccess) slots->Written(slot);' \
   '' \
   "zpp_sim_qgz_tests=ErrorFeedback*"
 # Issue 26, item 2: 2-bit gradients are read back as written (three levels, sign included).

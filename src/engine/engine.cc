@@ -165,87 +165,83 @@ Result Engine::AllReduce(const AllReduceArgs& args, Stream& stream, plan::Plan* 
   return AllReduce(Decide(CallOf(args)), args, stream, chosen);
 }
 
-Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
-                         plan::Plan* chosen) {
+template <typename Args, typename Run>
+Result Engine::RunCollective(const char* name, const plan::Plan& plan, const Args& args,
+                             uint64_t counted_bytes, Stream& stream, plan::Plan* chosen, Run run) {
   const plan::Call call = CallOf(args);
-  ZPP_TRACE(kPlan, "allgather count %zu %s: %s", args.count, plan::DtypeName(args.dtype).c_str(),
+  ZPP_TRACE(kPlan, "%s count %zu %s: %s", name, args.count, plan::DtypeName(args.dtype).c_str(),
             TracedPlan(plan).c_str());
-  const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
   const LaunchCounts before = backend_.launches();
   pool_->TakeShortfall();  // only this call's refusal counts
   plan::Plan ran = plan;
-  Result result = ncclSuccess;
-  // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
-  // cache decides between the fill and the intra-node-only hit.
   LaunchCounts planned_from = before;
-  if (plan.kind == plan::PlanKind::kHierarchicalAllGather) {
-    PlanContext context{backend_, *pool_, stream};
-    result = hpz_->BeginCall(context);
-    // The epoch's record exchange is whole on every rank: a refusal after it may still pass the
-    // call through.
-    planned_from = backend_.launches();
-    if (result == ncclSuccess)
-      result = hpz_->AllGather(context, &ran, call, shape_, SettingsFor(call), args);
-  } else {
-    result = RunAllGather(plan, args, stream);
-  }
+  Result result = run(plan, &ran, &planned_from);
   if (FellShort(result, planned_from)) {
     ran = PoolPassThrough(plan);
-    result = RunAllGather(ran, args, stream);
+    result = run(ran, &ran, &planned_from);
+  }
+  if constexpr (requires { args.premul_device; }) {
+    if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
+        args.premul_device != nullptr) {
+      // The same scalar on the same bytes on every rank: replicas stay equal.
+      result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
+                                            stream);
+    }
   }
   if (chosen != nullptr) *chosen = ran;
-  Count(ran, bytes, call);
+  Count(ran, counted_bytes, call);
   CountLaunches(ran, call.op, before);
   return result;
+}
+
+template <typename Run>
+Result Engine::WithFeedback(StepSlots* slots, size_t count, ncclDataType_t dtype, size_t bytes,
+                            Run run) {
+  if (slots == nullptr) return run(nullptr);
+  StepSlots::Slot slot;
+  ZPP_CHECK(slots->Take(count, dtype, bytes, &slot));
+  stats_.AddFeedback(slot.lease != nullptr);
+  const Result result = run(&slot);
+  if (result == ncclSuccess) slots->Written(slot);
+  return result;
+}
+
+Result Engine::AllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream,
+                         plan::Plan* chosen) {
+  const uint64_t bytes = args.count * plan::DtypeBytes(args.dtype);
+  return RunCollective(
+      "allgather", plan, args, bytes, stream, chosen,
+      [&](const plan::Plan& p, plan::Plan* ran, LaunchCounts* planned_from) -> Result {
+        // Hierarchical plans exist only with hpZ on a hierarchy, which is when hpz_ exists: its
+        // cache decides between the fill and the intra-node-only hit.
+        if (p.kind != plan::PlanKind::kHierarchicalAllGather) return RunAllGather(p, args, stream);
+        PlanContext context{backend_, *pool_, stream};
+        const Result began = hpz_->BeginCall(context);
+        // The epoch's record exchange is whole on every rank: a refusal after it may still pass
+        // the call through.
+        *planned_from = backend_.launches();
+        if (began != ncclSuccess) return began;
+        const plan::Call call = CallOf(args);
+        return hpz_->AllGather(context, ran, call, shape_, SettingsFor(call), args);
+      });
 }
 
 Result Engine::ReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream,
                              plan::Plan* chosen) {
-  const plan::Call call = CallOf(args);
-  ZPP_TRACE(kPlan, "reducescatter count %zu %s: %s", args.count,
-            plan::DtypeName(args.dtype).c_str(), TracedPlan(plan).c_str());
-  const LaunchCounts before = backend_.launches();
-  pool_->TakeShortfall();
-  plan::Plan ran = plan;
-  Result result = RunReduceScatter(plan, args, stream);
-  if (FellShort(result, before)) {
-    ran = PoolPassThrough(plan);
-    result = RunReduceScatter(ran, args, stream);
-  }
-  if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
-      args.premul_device != nullptr) {
-    result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
-                                          stream);
-  }
-  if (chosen != nullptr) *chosen = ran;
-  Count(ran, args.count * plan::DtypeBytes(args.dtype) * shape_.world, call);
-  CountLaunches(ran, call.op, before);
-  return result;
+  const uint64_t bytes = args.count * plan::DtypeBytes(args.dtype) * shape_.world;
+  return RunCollective("reducescatter", plan, args, bytes, stream, chosen,
+                       [&](const plan::Plan& p, plan::Plan*, LaunchCounts*) {
+                         return RunReduceScatter(p, args, stream);
+                       });
 }
 
 Result Engine::AllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream,
                          plan::Plan* chosen) {
-  const plan::Call call = CallOf(args);
-  ZPP_TRACE(kPlan, "allreduce count %zu %s: %s", args.count, plan::DtypeName(args.dtype).c_str(),
-            TracedPlan(plan).c_str());
-  const LaunchCounts before = backend_.launches();
-  pool_->TakeShortfall();
-  plan::Plan ran = plan;
-  Result result = RunAllReduce(plan, args, stream);
-  if (FellShort(result, before)) {
-    ran = PoolPassThrough(plan);
-    result = RunAllReduce(ran, args, stream);
-  }
-  if (result == ncclSuccess && args.reduction == plan::Reduction::kPreMulSum &&
-      args.premul_device != nullptr) {
-    // The same scalar on the same bytes on every rank: the replicas stay equal.
-    result = backend_.ScaleByDeviceScalar({args.recv, args.dtype, args.count}, args.premul_device,
-                                          stream);
-  }
-  if (chosen != nullptr) *chosen = ran;
-  Count(ran, args.count * plan::DtypeBytes(args.dtype), call);
-  CountLaunches(ran, call.op, before);
-  return result;
+  const uint64_t bytes = args.count * plan::DtypeBytes(args.dtype);
+  return RunCollective("allreduce", plan, args, bytes, stream, chosen,
+                       [&](const plan::Plan& p, plan::Plan*, LaunchCounts*) {
+                         return RunAllReduce(p, args, stream);
+                       });
 }
 
 Result Engine::RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream) {
@@ -260,18 +256,15 @@ Result Engine::RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, S
     return ncclInvalidArgument;
   }
   PlanContext context{backend_, *pool_, stream};
-  if (plan.kind == plan::PlanKind::kQarHierarchicalAllReduce ||
-      plan.kind == plan::PlanKind::kQarFlatAllReduce) {
-    if (!all_reduce_feedback_) return RunQarHierarchicalAllReduce(context, plan, args, nullptr);
-    StepSlots::Slot slot;
-    ZPP_CHECK(all_reduce_feedback_->Take(
-        args.count, args.dtype, QarFeedbackBytes(plan, args, shape_.nodes, shape_.world), &slot));
-    stats_.AddFeedback(slot.lease != nullptr);
-    const Result result = RunQarHierarchicalAllReduce(context, plan, args, &slot);
-    if (result == ncclSuccess) all_reduce_feedback_->Written(slot);
-    return result;
+  if (plan.kind != plan::PlanKind::kQarHierarchicalAllReduce &&
+      plan.kind != plan::PlanKind::kQarFlatAllReduce) {
+    return RunPlainAllReduce(context, args);
   }
-  return RunPlainAllReduce(context, args);
+  return WithFeedback(all_reduce_feedback_.get(), args.count, args.dtype,
+                      QarFeedbackBytes(plan, args, shape_.nodes, shape_.world),
+                      [&](const StepSlots::Slot* slot) {
+                        return RunQarHierarchicalAllReduce(context, plan, args, slot);
+                      });
 }
 
 Result Engine::RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream) {
@@ -291,16 +284,12 @@ Result Engine::RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs&
   switch (plan.kind) {
     case plan::PlanKind::kQgzFlatReduceScatter:
       return RunQgzFlatReduceScatter(context, plan, args);
-    case plan::PlanKind::kQgzHierarchicalReduceScatter: {
-      if (!feedback_) return RunQgzHierarchicalReduceScatter(context, plan, args, nullptr);
-      StepSlots::Slot slot;
-      ZPP_CHECK(
-          feedback_->Take(args.count, args.dtype, FeedbackBytes(plan, args, shape_.nodes), &slot));
-      stats_.AddFeedback(slot.lease != nullptr);
-      const Result result = RunQgzHierarchicalReduceScatter(context, plan, args, &slot);
-      if (result == ncclSuccess) feedback_->Written(slot);
-      return result;
-    }
+    case plan::PlanKind::kQgzHierarchicalReduceScatter:
+      return WithFeedback(feedback_.get(), args.count, args.dtype,
+                          FeedbackBytes(plan, args, shape_.nodes),
+                          [&](const StepSlots::Slot* slot) {
+                            return RunQgzHierarchicalReduceScatter(context, plan, args, slot);
+                          });
     case plan::PlanKind::kQgzThreeLevelReduceScatter:
       return RunQgzThreeLevelReduceScatter(context, plan, args);
     default:

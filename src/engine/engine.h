@@ -101,6 +101,18 @@ class Engine {
   }
 
  private:
+  // One collective's run, whichever it is: `run(plan, &ran, &planned_from)` enqueues `plan` (and
+  // may change `ran`, or move `planned_from` past work a refusal may follow); the skeleton traces,
+  // falls back to a pass-through when the pool refused a buffer first, applies a device
+  // pre-multiplier, and counts the call and its launches.
+  template <typename Args, typename Run>
+  Result RunCollective(const char* name, const plan::Plan& plan, const Args& args,
+                       uint64_t counted_bytes, Stream& stream, plan::Plan* chosen, Run run);
+  // `run(slot)` with the call's error-feedback slot taken from `slots` (its lease may be null:
+  // over ZPP_EF_MAX_MB), and the slot marked written when it succeeded; `run(nullptr)` without
+  // `slots`.
+  template <typename Run>
+  Result WithFeedback(StepSlots* slots, size_t count, ncclDataType_t dtype, size_t bytes, Run run);
   Result RunAllGather(const plan::Plan& plan, const AllGatherArgs& args, Stream& stream);
   Result RunReduceScatter(const plan::Plan& plan, const ReduceScatterArgs& args, Stream& stream);
   Result RunAllReduce(const plan::Plan& plan, const AllReduceArgs& args, Stream& stream);
