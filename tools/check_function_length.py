@@ -8,12 +8,13 @@ the python that tools/install-lint.sh prints.
 
 None is exempt: split a function that grows past the limit.
 """
-import argparse
 import os
 import sys
 import tempfile
 
 import lizard
+
+import tree_check  # tools/tree_check.py: the tree checks' shared command line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 LIMIT = 80
@@ -59,17 +60,11 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", default=ROOT)
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    lines = problems(args.root)
-    for line in lines:
-        print(line)
-    print(f"function lengths: {len(lines)} function(s) over {LIMIT} lines outside the tests")
-    return 1 if lines else 0
+    return tree_check.run(
+        __doc__.split("\n\n")[0], problems, self_test,
+        lambda lines: f"function lengths: {len(lines)} function(s) over {LIMIT} lines outside the "
+        "tests",
+        lambda root: f"function lengths: no function over {LIMIT} lines outside the tests")
 
 
 if __name__ == "__main__":
