@@ -77,7 +77,15 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
   zppPassThroughReason_t reason = zppReasonUnavailable;
   std::shared_ptr<zpp::ZppCommunicator> zpp = ZppFor(*state, valid, stream, &reason);
   if (zpp == nullptr) return pass_through(reason);
-  const zpp::plan::Plan plan = zpp->Decide(zpp::engine::CallOf(args));
+  zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup();
+  // ZPP_TUNE=auto times the calls every rank makes outside groups and captures, before their
+  // plan: a group's calls run at its end, and a capture's when the graph is launched.
+  const bool timed = zpp->Tuned() && group.depth == 0 && !zpp::StreamCapturing(stream);
+  if (timed) {
+    if (const ncclResult_t advanced = zpp->AtCall(); advanced != ncclSuccess) return advanced;
+  }
+  const zpp::plan::Call planned = zpp::engine::CallOf(args);
+  const zpp::plan::Plan plan = zpp->Decide(planned);
   // A planned call NCCL runs counts what NCCL's ring sends, as the engine counts the pass-throughs
   // it runs itself: the planner's prediction, both as sent and as plain's (zppStats_t).
   auto planned_pass_through = [&](zppPassThroughReason_t why) {
@@ -85,14 +93,22 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
     state->stats.AddSent(zppLinkInterNode, plan.plain_off_node_bytes);
     return pass_through(why);
   };
-  if (plan.kind == zpp::plan::PlanKind::kPassThrough) return planned_pass_through(plan.reason);
+  if (plan.kind == zpp::plan::PlanKind::kPassThrough) {
+    if (!timed || plan.reason != zppReasonTuned) return planned_pass_through(plan.reason);
+    return zpp->Timed(planned, stream, [&](zpp::plan::Plan* ran) {
+      *ran = plan;
+      return planned_pass_through(plan.reason);
+    });
+  }
   if (zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);
   zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream, forward};
-  if (zpp::plugin::GroupState& group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {
+  if (group.depth > 0) {
     group.deferred.push_back(std::move(call));
     return ncclSuccess;
   }
-  return zpp::plugin::RunZppCall(call);
+  if (!timed) return zpp::plugin::RunZppCall(call);
+  return call.zpp->Timed(planned, stream,
+                         [&](zpp::plan::Plan* ran) { return zpp::plugin::RunZppCall(call, ran); });
 }
 
 template <typename Args>

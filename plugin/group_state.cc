@@ -9,16 +9,17 @@ GroupState& ThisThreadGroup() {
   return group;
 }
 
-ncclResult_t RunZppCall(const ZppCall& call) {
+ncclResult_t RunZppCall(const ZppCall& call, plan::Plan* ran) {
   ZppCommunicator* zpp = call.zpp.get();
   log::ScopedRank rank(call.state->rank);
   if (const auto* gather = std::get_if<engine::AllGatherArgs>(&call.args)) {
-    return zpp->AllGather(call.plan, *gather, call.stream);
+    return zpp->AllGather(call.plan, *gather, call.stream, ran);
   }
   if (const auto* reduce = std::get_if<engine::AllReduceArgs>(&call.args)) {
-    return zpp->AllReduce(call.plan, *reduce, call.stream);
+    return zpp->AllReduce(call.plan, *reduce, call.stream, ran);
   }
-  return zpp->ReduceScatter(call.plan, std::get<engine::ReduceScatterArgs>(call.args), call.stream);
+  return zpp->ReduceScatter(call.plan, std::get<engine::ReduceScatterArgs>(call.args), call.stream,
+                            ran);
 }
 
 ncclResult_t RunDeferred(std::vector<ZppCall> calls) {

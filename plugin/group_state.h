@@ -35,8 +35,8 @@ struct ZppCall {
   std::function<ncclResult_t()> to_nccl;
 };
 
-// Runs `call` now, on the communicator it holds.
-ncclResult_t RunZppCall(const ZppCall& call);
+// Runs `call` now, on the communicator it holds; `ran`, when given, receives the plan that ran.
+ncclResult_t RunZppCall(const ZppCall& call, plan::Plan* ran = nullptr);
 
 struct GroupState {
   int depth = 0;  // open ncclGroupStart calls

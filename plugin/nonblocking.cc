@@ -22,17 +22,24 @@ class DuplicateOwner final : public ZppCommunicator {
     if (!aborted_ && nccl_.CommDestroy != nullptr) nccl_.CommDestroy(duplicate_);
   }
   plan::Plan Decide(const plan::Call& call) const override { return inner_->Decide(call); }
-  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
-                   cudaStream_t stream) override {
-    return inner_->AllGather(plan, args, stream);
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args, cudaStream_t stream,
+                   plan::Plan* ran) override {
+    return inner_->AllGather(plan, args, stream, ran);
   }
   Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
-                       cudaStream_t stream) override {
-    return inner_->ReduceScatter(plan, args, stream);
+                       cudaStream_t stream, plan::Plan* ran) override {
+    return inner_->ReduceScatter(plan, args, stream, ran);
   }
-  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
-                   cudaStream_t stream) override {
-    return inner_->AllReduce(plan, args, stream);
+  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args, cudaStream_t stream,
+                   plan::Plan* ran) override {
+    return inner_->AllReduce(plan, args, stream, ran);
+  }
+  bool Tuned() const override { return inner_->Tuned(); }
+  bool TrialsRunning() const override { return inner_->TrialsRunning(); }
+  Result AtCall() override { return inner_->AtCall(); }
+  Result Timed(const plan::Call& call, cudaStream_t stream,
+               const std::function<Result(plan::Plan* ran)>& run) override {
+    return inner_->Timed(call, stream, run);
   }
   void Abort() override {
     std::lock_guard<std::mutex> lock(abort_mutex_);  // no poll of the duplicate as NCCL frees it

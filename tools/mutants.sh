@@ -221,8 +221,8 @@ mutant decision-op plugin/collective_hooks.cc \
   'if (static_cast<int>(op) < ncclNumOps) return zpp::plan::Reduction::kSum;' \
   "zpp_plugin_decision_tests=*"
 mutant decision-group plugin/collective_hooks.cc \
-  'group = zpp::plugin::ThisThreadGroup(); group.depth > 0) {' \
-  'group = zpp::plugin::ThisThreadGroup(); group.depth > 1) {' \
+  '  if (group.depth > 0) {' \
+  '  if (group.depth > 1) {' \
   "zpp_plugin_decision_tests=*"
 mutant decision-capture plugin/collective_hooks.cc \
   '  if (zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);' \
@@ -336,6 +336,25 @@ mutant tune-trial-hpz-hits-counted src/tune/trial_schedule.cc \
   'means[e] *= (1.0 + hit_ratios[e]) / 2;' \
   'means[e] *= 1.0;' \
   "zpp_unit_tests=TrialLog*"
+# Issue 45, item 2: the trials commit by the times the calls' events measured, the calls the
+# table sent to NCCL among them; the hooks time a tuned communicator's calls outside groups and
+# captures only, NCCL's too.
+mutant auto-tuner-times-by-events src/engine/auto_tuner.cc \
+  '    if (result == ncclSuccess) result = backend_.ElapsedUs(*timed.start, *timed.stop, &us);' \
+  '    if (result == ncclSuccess) us = 100;' \
+  "zpp_sim_tests=AutoTuner*"
+mutant auto-tuner-times-nccls-calls src/engine/auto_tuner.cc \
+  '  timed.decided = ran.kind != plan::PlanKind::kPassThrough || ran.reason == zppReasonTuned;' \
+  '  timed.decided = ran.kind != plan::PlanKind::kPassThrough;' \
+  "zpp_sim_tests=AutoTuner*"
+mutant hooks-time-tuned-pass-through plugin/collective_hooks.cc \
+  '    if (!timed || plan.reason != zppReasonTuned) return planned_pass_through(plan.reason);' \
+  '    return planned_pass_through(plan.reason);' \
+  "zpp_plugin_decision_tests=*Tuned*:*Timed*"
+mutant hooks-time-outside-groups plugin/collective_hooks.cc \
+  '  const bool timed = zpp->Tuned() && group.depth == 0 && !zpp::StreamCapturing(stream);' \
+  '  const bool timed = zpp->Tuned();' \
+  "zpp_plugin_decision_tests=*Tuned*:*Timed*"
 # Issue 28: the tuner decides all-reduces among NCCL and the user's compressed all-reduce.
 mutant tune-all-reduce-stays-static src/tune/decision_table.cc \
   '      enabled = user.qar ? kQar : 0;' \

@@ -102,7 +102,10 @@ class NcclRunner final : public CollectiveRunner {
  private:
   Result CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out);
   Result Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
-              const void* in, void* out);
+              const void* in, void* out, plan::Plan* ran = nullptr);
+  // ZPP_TUNE=auto: the trials, before the measured calls, as the plugin runs them: each step
+  // epoch a few calls, each planned after the tuner's advance and timed.
+  Result RunTrials(const CollectiveCase& what, ZppCommunicator* zpp, const void* in, void* out);
 
   const NcclRunnerOptions options_;
   NcclFunctions nccl_;
@@ -112,6 +115,7 @@ class NcclRunner final : public CollectiveRunner {
   cudaEvent_t stop_ = nullptr;
   StatsCounters stats_;
   std::map<std::string, std::unique_ptr<ZppCommunicator>> zpp_;  // by mode
+  std::map<std::string, std::shared_ptr<uint64_t>> epochs_;      // each mode's step epoch
 };
 
 Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out) {
@@ -120,7 +124,9 @@ Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator**
     engine::EngineOptions options = engine::OptionsFrom(GetConfig());
     options.settings = what.settings;
     options.tune = what.tune;
-    options.epoch = [] { return uint64_t{0}; };  // one epoch: hpZ fills, as on the sim
+    // One epoch for the measured calls: hpZ fills, as on the sim (the trials advance it).
+    auto epoch = epochs_.emplace(what.mode, std::make_shared<uint64_t>(0)).first->second;
+    options.epoch = [epoch] { return *epoch; };
     std::unique_ptr<ZppCommunicator> zpp;
     std::string why_not;
     const Result result = SetUpZppCommunicatorWith(options, nccl_, comm_, stats_, &zpp, &why_not);
@@ -132,25 +138,45 @@ Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator**
   return ncclSuccess;
 }
 
+Result NcclRunner::RunTrials(const CollectiveCase& what, ZppCommunicator* zpp, const void* in,
+                             void* out) {
+  constexpr int kCallsPerEpoch = 4;
+  constexpr int kMostEpochs = 64;
+  uint64_t& epoch = *epochs_.at(what.mode);
+  for (int epochs = 0; zpp->TrialsRunning(); ++epochs) {
+    ZPP_CHECK_ARG(epochs < kMostEpochs, "zpp-bench: mode %s: the trials ran %d step epochs",
+                  what.mode.c_str(), kMostEpochs);
+    ++epoch;
+    for (int call = 0; call < kCallsPerEpoch; ++call) {
+      ZPP_CHECK(zpp->AtCall());
+      const plan::Plan plan = zpp->Decide(CallOf(what));
+      ZPP_CHECK(zpp->Timed(CallOf(what), stream_,
+                           [&](plan::Plan* ran) { return Call(what, zpp, plan, in, out, ran); }));
+    }
+  }
+  return ncclSuccess;
+}
+
 Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
-                        const void* in, void* out) {
+                        const void* in, void* out, plan::Plan* ran) {
+  if (ran != nullptr) *ran = plan;
   const bool nccl = zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough;
   switch (what.op) {  // NCCL's call where the plugin would forward it
     case plan::CollectiveOp::kAllGather:
       return nccl ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
-                  : zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_);
+                  : zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_, ran);
     case plan::CollectiveOp::kReduceScatter:
       return nccl ? nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
                   : zpp->ReduceScatter(
                         plan,
                         {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
-                        stream_);
+                        stream_, ran);
     case plan::CollectiveOp::kAllReduce:
       return nccl ? nccl_.AllReduce(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
                   : zpp->AllReduce(
                         plan,
                         {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
-                        stream_);
+                        stream_, ran);
   }
   return ncclInvalidArgument;
 }
@@ -167,7 +193,6 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   plan::Plan plan = PlainPlan(what, nodes, options_.local_size);
   if (what.mode != "plain") {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
-    plan = zpp->Decide(CallOf(what));
   }
 
   const std::vector<float> mine = HeldInput(options_.rank, in_count, what.dtype);
@@ -177,6 +202,10 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   ZPP_CHECK(cuda::DeviceBuffer::Create(in_count * element, &input.memory));
   ZPP_CHECK(cuda::DeviceBuffer::Create(out_count * element, &output.memory));
   ZPP_CUDA_CHECK(cudaMemcpy(input.data(), host.data(), in_count * element, cudaMemcpyHostToDevice));
+  if (zpp != nullptr) {
+    if (zpp->Tuned()) ZPP_CHECK(RunTrials(what, zpp, input.data(), output.data()));
+    plan = zpp->Decide(CallOf(what));
+  }
 
   zppStats_t before{};
   stats_.Snapshot(&before);

@@ -144,6 +144,12 @@ class Backend {
   // the seconds the device spent on it.
   virtual Result TimeWork(Stream& stream, const std::function<Result()>& enqueue,
                           double* seconds) = 0;
+  // ZPP_TUNE=auto's timing of calls (engine/auto_tuner.h): an event that keeps when its latest
+  // record was reached (a CUDA event with timing). Made at set-up; recording it never blocks.
+  virtual Result CreateTimingEvent(std::unique_ptr<Event>* out) = 0;
+  // The microseconds between the latest records of two timing events. Blocks the host until
+  // `stop`'s has run: zpp asks once per step epoch, at its advance, of an epoch ago's calls.
+  virtual Result ElapsedUs(Event& start, Event& stop, double* us) = 0;
   // Blocks the host until `event`'s latest record has run, then copies device to host. zpp
   // calls it once per step epoch, on an event recorded a whole epoch earlier (hpZ agreement).
   virtual Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) = 0;

@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "cpu_comm/call_label.h"
+#include "engine/auto_tuner.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
@@ -111,21 +112,20 @@ Result CpuComm::Connect(const std::vector<transport::Address>& addresses) {
         tune::SetUpTuning(*backend_, *stream_, exchange, shape, options.settings, &options.tuning));
     ZPP_CHECK(backend_->AsyncError());
   }
-  if (options.tuning) {
-    // The first epoch is the first trial's: its calls are measured as that candidate's.
-    trials_.emplace(options.tuning);
-    options.tuning = trials_->current();
-  }
   engine_ = std::make_unique<engine::Engine>(*backend_, shape, options, stats_);
+  if (options.tuning) {
+    tuner_ = std::make_unique<engine::AutoTuner>(*backend_, *stream_, *engine_, stats_, options);
+  }
   // What the collective path would otherwise make on first use, agreed (engine.h).
+  const bool prepared =
+      engine_->Prepare() == ncclSuccess && (!tuner_ || tuner_->Prepare() == ncclSuccess);
   topology::SetUpOutcome outcome;
-  ZPP_CHECK(topology::AgreeOnOutcome(exchange, engine_->Prepare() == ncclSuccess, &outcome));
+  ZPP_CHECK(topology::AgreeOnOutcome(exchange, prepared, &outcome));
   ZPP_CHECK_ARG(
       outcome.all_ok,
       "zppCpuCommConnect: preparing the engine failed on %s; the call returns ncclInvalidArgument "
       "and the communicator runs no collective (ZPP_DEBUG=INFO on those ranks shows why)",
       outcome.Describe().c_str());
-  watched_epoch_ = epoch_();
   ZPP_INFO(kInit, "zpp cpu communicator: rank %d of %d, %d node(s) (%s)", rank_, size_,
            topology_.num_nodes(), topology_.hierarchy_reason.c_str());
   if (rank_ == 0 && shape.config_agreed) {
@@ -171,94 +171,15 @@ Result CpuComm::Counted(Body&& body) {
   return result;
 }
 
-double CpuComm::DriftRatio() {
-  zppStats_t stats{};
-  stats_.Snapshot(&stats);
-  uint64_t predicted = 0, measured = 0;
-  for (int path = 0; path < zppNumPaths; ++path) {
-    predicted += stats.predicted_us[path];
-    measured += stats.measured_us[path];
-  }
-  return drift_.Ratio(predicted, measured);
-}
-
-Result CpuComm::AtEpochAdvance() {
-  const uint64_t epoch = epoch_();
-  if (epoch == watched_epoch_) return ncclSuccess;
-  watched_epoch_ = epoch;
-  // Every rank is here at the same call: the first after the same optimizer step.
-  BackendByteAllGather exchange(*backend_, *stream_);
-  const std::array<uint64_t, zppNumLinks> before = SentSoFar();
-  const Result result = trials_->running() ? AdvanceTrials(exchange) : WatchDrift(exchange);
-  CountControlSince(before);
-  return result;
-}
-
-Result CpuComm::AdvanceTrials(BackendByteAllGather& exchange) {
-  const std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
-  std::vector<double> all(mine.size() * static_cast<size_t>(size_));
-  ZPP_CHECK(
-      exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
-  trials_->Advance(tune::AgreeOnMeans(all));
-  engine_->SetTuning(trials_->current());
-  if (trials_->running()) return ncclSuccess;
-  const tune::DecisionTable& table = trials_->current()->table;
-  ZPP_INFO(kTune, "trials measured (agreed mean per call): %s",
-           table.DescribeTrials(trials_->means()).c_str());
-  ZPP_INFO(kTune, "committed decision by whole-buffer size: %s", table.Describe().c_str());
-  const std::string described = table.Describe();
-  if (!committed_.empty()) drift_.Recalibrated(described != committed_);
-  committed_ = described;
-  DriftRatio();  // the drift is of the committed table's calls only
-  return ncclSuccess;
-}
-
-Result CpuComm::WatchDrift(BackendByteAllGather& exchange) {
-  const double mine = DriftRatio();
-  std::vector<double> ratios(static_cast<size_t>(size_));
-  ZPP_CHECK(exchange.AllGather(std::as_bytes(std::span(&mine, 1)),
-                               std::as_writable_bytes(std::span(ratios))));
-  const double agreed = tune::DriftWatch::Agree(ratios);
-  if (!drift_.Observe(agreed)) return ncclSuccess;
-  std::shared_ptr<const tune::Tuning> tuning;
-  ZPP_CHECK(tune::SetUpTuning(*backend_, *stream_, exchange, engine_->shape(),
-                              engine::OptionsFrom(GetConfig()).settings, &tuning));
-  ZPP_INFO(kTune,
-           "measured calls took %.2fx what the committed trials measured for %d step epochs: "
-           "recalibrated%s",
-           agreed, tune::kDriftEpochs, tuning ? ", the trials start again" : " (failed)");
-  if (tuning == nullptr) {  // the same on every rank: the figures' agreement said so
-    trials_.reset();
-    engine_->SetTuning(nullptr);
-    return ncclSuccess;
-  }
-  trials_.emplace(std::move(tuning));
-  engine_->SetTuning(trials_->current());
-  return ncclSuccess;
-}
-
 template <typename Body>
 Result CpuComm::Timed(const plan::Call& call, Body&& body) {
-  if (trials_) ZPP_CHECK(AtEpochAdvance());
-  plan::Plan ran;
-  const auto start = std::chrono::steady_clock::now();
-  const Result result = Counted([&] { return body(&ran); });
-  if (trials_) {
-    // The tuner's model against the wall time of the call (which Counted waited for).
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    stats_.AddMeasuredUs(engine::PathOf(ran, call.op), static_cast<uint64_t>(us + 0.5));
-    // Only the calls the table decided: a static rule's pass-through is the same in every trial.
-    const bool decided = ran.kind != plan::PlanKind::kPassThrough || ran.reason == zppReasonTuned;
-    if (trials_->running() && decided) {
-      using Kind = tune::TrialLog::Kind;
-      const Kind kind = ran.kind == plan::PlanKind::kHierarchicalAllGather ? Kind::kHpzFill
-                        : ran.kind == plan::PlanKind::kHpzHitAllGather     ? Kind::kHpzHit
-                                                                           : Kind::kOther;
-      trial_log_.Add(trials_->current()->table.EntryOf(call), us, kind);
-    }
-  }
-  return result;
+  if (!tuner_) return Counted([&] { return body(nullptr); });
+  const std::array<uint64_t, zppNumLinks> before = SentSoFar();
+  const Result advanced = tuner_->AtCall();
+  CountControlSince(before);  // the ranks' agreement at an epoch advance, outside any call
+  ZPP_CHECK(advanced);
+  // Counted waits for the call: its timing events have run when the call returns.
+  return Counted([&] { return tuner_->Timed(call, *stream_, body); });
 }
 
 // Every collective entry: the communicator's lock, the rank in every log line, a connected

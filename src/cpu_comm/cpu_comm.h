@@ -27,15 +27,14 @@
 #include "stats/stats.h"
 #include "topology/topology.h"
 #include "transport/bootstrap.h"
-#include "tune/drift_watch.h"
-#include "tune/trial_schedule.h"
 #include "zpp/zpp.h"
 
 namespace zpp {
 class Stream;
 namespace engine {
+class AutoTuner;
 class Engine;
-}
+}  // namespace engine
 namespace sim {
 class SimBackend;
 class SimWorld;
@@ -105,8 +104,7 @@ class CpuComm {
   // `before` into the control counters (zpp's agreements and calibration, outside any call).
   std::array<uint64_t, zppNumLinks> SentSoFar() const;
   void CountControlSince(const std::array<uint64_t, zppNumLinks>& before);
-  // Counted, and with ZPP_TUNE=auto the call's wall time into the stats beside the model's, and
-  // into the trials' log.
+  // Counted, and with ZPP_TUNE=auto timed (engine/auto_tuner.h).
   template <typename Body>
   Result Timed(const plan::Call& call, Body&& body);
 
@@ -121,19 +119,7 @@ class CpuComm {
   topology::Topology topology_;
   std::string config_difference_;
   StatsCounters stats_;
-  // ZPP_TUNE=auto, at the first call of each step epoch: while the trials run, the ranks agree
-  // on the last epoch's measured means and move to the next trial (tune/trial_schedule.h); after
-  // the commit, they compare what calls take with what they expect and recalibrate together
-  // when it drifted (tune/drift_watch.h).
-  Result AtEpochAdvance();
-  Result AdvanceTrials(BackendByteAllGather& exchange);
-  Result WatchDrift(BackendByteAllGather& exchange);
-  double DriftRatio();  // this rank's measured over expected time since the last look
-  uint64_t watched_epoch_ = 0;
-  std::optional<tune::TrialSchedule> trials_;  // set: ZPP_TUNE=auto calibrated
-  tune::TrialLog trial_log_;
-  std::string committed_;  // the last commit's table, to tell whether a recalibration changed it
-  tune::DriftWatch drift_;
+  std::unique_ptr<engine::AutoTuner> tuner_;  // ZPP_TUNE=auto calibrated
   uint64_t calls_ = 0;        // this communicator's calls so far; the transport labels each
   mutable std::mutex mutex_;  // one call at a time: the transport matches calls by order
 };

@@ -8,6 +8,7 @@
 #include "cuda_nccl/buffer_overlap.h"
 #include "cuda_nccl/cuda_nccl_backend.h"
 #include "cuda_nccl/zpp_communicator.h"
+#include "engine/auto_tuner.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/config_agreement.h"
 #include "engine/engine.h"
@@ -38,10 +39,16 @@ class CudaZppCommunicator final : public ZppCommunicator {
         stats_(stats),
         engine_(
             std::make_unique<engine::Engine>(*backend_, shape, options, stats, std::move(pool))),
-        copies_(std::make_unique<BufferPool>(*backend_, options.fence_enabled)) {}
+        copies_(std::make_unique<BufferPool>(*backend_, options.fence_enabled)) {
+    if (options.tuning) {
+      tuner_ = std::make_unique<engine::AutoTuner>(*backend_, backend_->internal_stream(), *engine_,
+                                                   stats, options);
+    }
+  }
 
   ~CudaZppCommunicator() override {
     DeviceScope scope(backend_->device());
+    tuner_.reset();  // its timing events
     copies_.reset();
     engine_.reset();  // its buffers, then the sub-communicators
     backend_.reset();
@@ -56,44 +63,62 @@ class CudaZppCommunicator final : public ZppCommunicator {
     // The overlapping inputs' copies are this rank's alone, but their fences' events are made
     // here too: a failure to make one after the call ran would fail it on this rank only.
     ZPP_CHECK(copies_->Prepare(kCopyFenceEvents));
+    if (tuner_) ZPP_CHECK(tuner_->Prepare());
     return codec::gpu::LoadKernels();
   }
 
   plan::Plan Decide(const plan::Call& call) const override { return engine_->Decide(call); }
 
-  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
-                   cudaStream_t stream) override {
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args, cudaStream_t stream,
+                   plan::Plan* ran) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
     const size_t world = engine_->shape().world;
     const bool overlaps =
         OverlapsNotInPlace(args.send, bytes, args.recv, bytes * world, bytes * backend_->rank());
-    return Run(stream, args, overlaps, bytes,
-               [&](const engine::AllGatherArgs& run, Stream& on, plan::Plan* ran) {
-                 return engine_->AllGather(plan, run, on, ran);
+    return Run(stream, args, overlaps, bytes, ran,
+               [&](const engine::AllGatherArgs& run, Stream& on, plan::Plan* chosen) {
+                 return engine_->AllGather(plan, run, on, chosen);
                });
   }
 
   Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
-                       cudaStream_t stream) override {
+                       cudaStream_t stream, plan::Plan* ran) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
     const size_t world = engine_->shape().world;
     const bool overlaps =
         OverlapsNotInPlace(args.recv, bytes, args.send, bytes * world, bytes * backend_->rank());
-    return Run(stream, args, overlaps, bytes * world,
-               [&](const engine::ReduceScatterArgs& run, Stream& on, plan::Plan* ran) {
-                 return engine_->ReduceScatter(plan, run, on, ran);
+    return Run(stream, args, overlaps, bytes * world, ran,
+               [&](const engine::ReduceScatterArgs& run, Stream& on, plan::Plan* chosen) {
+                 return engine_->ReduceScatter(plan, run, on, chosen);
                });
   }
 
-  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
-                   cudaStream_t stream) override {
+  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args, cudaStream_t stream,
+                   plan::Plan* ran) override {
     const size_t bytes = args.count * plan::DtypeBytes(args.dtype);
     // In place (send == recv) is NCCL's layout; a partial overlap is staged.
     const bool overlaps = OverlapsNotInPlace(args.send, bytes, args.recv, bytes, 0);
-    return Run(stream, args, overlaps, bytes,
-               [&](const engine::AllReduceArgs& run, Stream& on, plan::Plan* ran) {
-                 return engine_->AllReduce(plan, run, on, ran);
+    return Run(stream, args, overlaps, bytes, ran,
+               [&](const engine::AllReduceArgs& run, Stream& on, plan::Plan* chosen) {
+                 return engine_->AllReduce(plan, run, on, chosen);
                });
+  }
+
+  bool Tuned() const override { return tuner_ != nullptr; }
+  bool TrialsRunning() const override { return tuner_ && tuner_->trials_running(); }
+  Result AtCall() override {
+    if (!tuner_) return ncclSuccess;
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    return tuner_->AtCall();
+  }
+  Result Timed(const plan::Call& call, cudaStream_t stream,
+               const std::function<Result(plan::Plan* ran)>& run) override {
+    if (!tuner_) return ZppCommunicator::Timed(call, stream, run);
+    DeviceScope scope(backend_->device());
+    ZPP_CHECK(scope.status());
+    CudaStream borrowed = CudaStream::Borrow(stream);
+    return tuner_->Timed(call, borrowed, run);
   }
 
   void Abort() override { backend_->AbortSubCommunicators(); }
@@ -118,7 +143,8 @@ class CudaZppCommunicator final : public ZppCommunicator {
   // rank. Without it the call still runs: every plan reads all of its input before it writes
   // any output (the copy guards plans to come), and skipping it changes no rank's path.
   template <typename Args, typename Call>
-  Result Run(cudaStream_t stream, Args args, bool overlaps, size_t input_bytes, Call&& call) {
+  Result Run(cudaStream_t stream, Args args, bool overlaps, size_t input_bytes, plan::Plan* chosen,
+             Call&& call) {
     DeviceScope scope(backend_->device());
     ZPP_CHECK(scope.status());
     CudaStream borrowed = CudaStream::Borrow(stream);
@@ -137,6 +163,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
     plan::Plan ran;
     ZPP_CHECK(call(args, borrowed, &ran));
     stats_.AddSent(zppLinkInterNode, ran.off_node_bytes);
+    if (chosen != nullptr) *chosen = ran;
     return staging.Finish();
   }
 
@@ -144,6 +171,7 @@ class CudaZppCommunicator final : public ZppCommunicator {
   StatsCounters& stats_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<BufferPool> copies_;            // overlapping inputs' copies (see Run)
+  std::unique_ptr<engine::AutoTuner> tuner_;      // ZPP_TUNE=auto calibrated
   static constexpr size_t kCopyFenceEvents = 16;  // a copy per call in flight, a write each
 };
 

@@ -180,6 +180,18 @@ Result CudaNcclBackend::CreateStream(std::unique_ptr<Stream>* out) {
 
 Result CudaNcclBackend::CreateEvent(std::unique_ptr<Event>* out) { return CudaEvent::Create(out); }
 
+Result CudaNcclBackend::CreateTimingEvent(std::unique_ptr<Event>* out) {
+  return CudaEvent::Create(out, true);
+}
+
+Result CudaNcclBackend::ElapsedUs(Event& start, Event& stop, double* us) {
+  ZPP_CUDA_CHECK(cudaEventSynchronize(HandleOf(stop)));  // at the step epoch's advance only
+  float ms = 0;
+  ZPP_CUDA_CHECK(cudaEventElapsedTime(&ms, HandleOf(start), HandleOf(stop)));
+  *us = ms * 1000.0;
+  return ncclSuccess;
+}
+
 Result CudaNcclBackend::RecordEvent(Event& event, Stream& stream) {
   ZPP_CUDA_CHECK(cudaEventRecord(HandleOf(event), HandleOf(stream)));
   return ncclSuccess;

@@ -67,6 +67,8 @@ class CudaNcclBackend final : public Backend {
   Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
   Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
   Result EventReached(Event& event, bool* reached) override;
+  Result CreateTimingEvent(std::unique_ptr<Event>* out) override;
+  Result ElapsedUs(Event& start, Event& stop, double* us) override;
   Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                      Stream& stream) override;
   Result SelectPartition(const uint64_t* now, const codec::HpzCandidates& candidates, uint32_t hit,

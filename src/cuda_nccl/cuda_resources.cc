@@ -28,9 +28,10 @@ CudaStream::~CudaStream() {
   if (owned_) cudaStreamDestroy(handle_);
 }
 
-Result CudaEvent::Create(std::unique_ptr<Event>* out) {
+Result CudaEvent::Create(std::unique_ptr<Event>* out, bool timing) {
   cudaEvent_t handle = nullptr;
-  ZPP_CUDA_CHECK(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming));
+  ZPP_CUDA_CHECK(
+      cudaEventCreateWithFlags(&handle, timing ? cudaEventDefault : cudaEventDisableTiming));
   out->reset(new CudaEvent(handle));
   return ncclSuccess;
 }

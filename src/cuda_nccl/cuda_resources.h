@@ -41,7 +41,8 @@ class CudaStream final : public Stream {
 
 class CudaEvent final : public Event {
  public:
-  static Result Create(std::unique_ptr<Event>* out);
+  // Without timing (cudaEventDisableTiming: the fences'), or with it (the tuner's).
+  static Result Create(std::unique_ptr<Event>* out, bool timing = false);
   ~CudaEvent() override;
   cudaEvent_t handle() const { return handle_; }
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,15 +27,33 @@ class ZppCommunicator {
   // The plan a call gets on this communicator (the same on every rank: contract 3).
   virtual plan::Plan Decide(const plan::Call& call) const = 0;
 
-  // NCCL's semantics on `stream`, for calls whose plan (from Decide) is not a pass-through.
-  // Buffers that overlap other than in NCCL's in-place layout are handled (the input is staged
-  // first).
+  // NCCL's semantics on `stream`, for calls whose plan (from Decide) is not a pass-through;
+  // `ran`, when given, receives the plan that ran. Buffers that overlap other than in NCCL's
+  // in-place layout are handled (the input is staged first).
   virtual Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
-                           cudaStream_t stream) = 0;
+                           cudaStream_t stream, plan::Plan* ran) = 0;
   virtual Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
-                               cudaStream_t stream) = 0;
+                               cudaStream_t stream, plan::Plan* ran) = 0;
   virtual Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
-                           cudaStream_t stream) = 0;
+                           cudaStream_t stream, plan::Plan* ran) = 0;
+
+  // ZPP_TUNE=auto (engine/auto_tuner.h): whether this communicator's calls are tuned, and so
+  // timed; the same on every rank.
+  virtual bool Tuned() const { return false; }
+  // Whether its trials are still running (zpp-bench runs them before it measures).
+  virtual bool TrialsRunning() const { return false; }
+  // Before a call is planned, where every rank makes the same call outside NCCL groups and graph
+  // captures: a new step epoch's read-back, agreement and next table (one host wait an epoch).
+  virtual Result AtCall() { return ncclSuccess; }
+  // `run` enqueues one call on `stream`, zpp's plan or NCCL's where the table sent it there,
+  // and reports the plan that ran; timed for the trials and the drift watch.
+  virtual Result Timed(const plan::Call& call, cudaStream_t stream,
+                       const std::function<Result(plan::Plan* ran)>& run) {
+    (void)call;
+    (void)stream;
+    plan::Plan ran;
+    return run(&ran);
+  }
 
   // The parent communicator is being aborted: abort the sub-communicators too (the destructor
   // destroys them otherwise).

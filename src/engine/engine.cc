@@ -96,14 +96,6 @@ plan::Plan PoolPassThrough(const plan::Plan& planned) {
 
 void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call) {
   const zppPath_t path = PathOf(plan, call.op);
-  if (tuning_) {
-    // What the tuner's model expected of the plan that ran, beside what the caller measures.
-    // After the trials, what the chosen candidate measured; before, the model's time.
-    const double expected = tuning_->table.ExpectedUs(call);
-    const double us =
-        expected > 0 ? expected : costmodel::TimeOf(plan, call, tuning_->model).total_us();
-    stats_.AddPredictedUs(path, static_cast<uint64_t>(us + 0.5));
-  }
   stats_.AddPlainOffNode(plan.plain_off_node_bytes);
   if (plan.kind == plan::PlanKind::kPassThrough) {
     stats_.AddPassThrough(plan.reason, input_bytes);

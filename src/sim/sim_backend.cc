@@ -112,7 +112,7 @@ Result SimBackend::CreateEvent(std::unique_ptr<Event>* out) {
 
 Result SimBackend::RecordEvent(Event& event, Stream& stream) {
   if (order_) order_->Record(reinterpret_cast<uintptr_t>(&event), AsSim(stream).identity().handle);
-  AsSim(event).Record(AsSim(stream));
+  AsSim(event).Record(AsSim(stream), call_clock_ ? std::optional(call_clock_()) : std::nullopt);
   return ncclSuccess;
 }
 
@@ -398,6 +398,14 @@ Result SimBackend::ReadAfter(Event& event, void* host_dst, const void* src, size
   world_.CountHostSync();
   AsSim(event).Synchronize();
   std::memcpy(host_dst, src, bytes);
+  return ncclSuccess;
+}
+
+Result SimBackend::ElapsedUs(Event& start, Event& stop, double* us) {
+  world_.CountHostSync();
+  AsSim(stop).Synchronize();
+  AsSim(start).Synchronize();
+  *us = AsSim(stop).TimeUs() - AsSim(start).TimeUs();
   return ncclSuccess;
 }
 

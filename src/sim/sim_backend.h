@@ -51,6 +51,9 @@ class SimBackend final : public Backend {
   Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
   Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
   Result EventReached(Event& event, bool* reached) override;
+  Result CreateTimingEvent(std::unique_ptr<Event>* out) override { return CreateEvent(out); }
+  // Counted as a host synchronization.
+  Result ElapsedUs(Event& start, Event& stop, double* us) override;
   Result TimeWork(Stream& stream, const std::function<Result()>& enqueue, double* seconds) override;
   Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_out,
                      Stream& stream) override;
@@ -100,6 +103,11 @@ class SimBackend final : public Backend {
   void SetHostAllocationFailsForTesting(bool fails) { host_allocation_fails_ = fails; }
   // From now on CreateEvent fails (CUDA: out of driver resources).
   void SetEventCreationFailsForTesting(bool fails) { event_creation_fails_ = fails; }
+  // Tests: from now on an event keeps the time `clock_us` gives when it is recorded, instead of
+  // the time the stream reaches it (injected call times, deterministic).
+  void SetCallClockForTesting(std::function<double()> clock_us) {
+    call_clock_ = std::move(clock_us);
+  }
   // Tests: every task of `stream` from now on starts this much later (a slow writer).
   void SetStreamDelayForTesting(Stream& stream, std::chrono::microseconds delay);
   // The first failure of a collective or of device work since the start, as
@@ -144,6 +152,7 @@ class SimBackend final : public Backend {
   std::atomic<uint64_t> collectives_{0};
   std::atomic<bool> host_allocation_fails_{false};
   std::atomic<bool> event_creation_fails_{false};
+  std::function<double()> call_clock_;  // SetCallClockForTesting
   std::unique_ptr<StreamOrderChecker> order_;
   // Declares an operation's memory to the order checker, when on (nothing is built when off:
   // the CPU backend's collective path runs through here).

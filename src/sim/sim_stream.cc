@@ -50,17 +50,19 @@ void SimStream::Queue::Run() {
 
 SimEvent::SimEvent() : state_(std::make_shared<State>()) {}
 
-void SimEvent::Record(SimStream& stream) {
+void SimEvent::Record(SimStream& stream, std::optional<double> at_us) {
   uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     generation = ++state_->recorded;
     state_->pending.insert(generation);
   }
-  stream.Enqueue([state = state_, generation] {
+  stream.Enqueue([state = state_, generation, at_us] {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       state->pending.erase(generation);
+      state->time_us = at_us ? *at_us : std::chrono::duration<double, std::micro>(now).count();
     }
     state->reached.notify_all();
   });
@@ -82,6 +84,11 @@ void SimEvent::MakeStreamWait(SimStream& stream) {
 bool SimEvent::Reached() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->pending.count(state_->recorded) == 0;
+}
+
+double SimEvent::TimeUs() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->time_us;
 }
 
 void SimEvent::Synchronize() {

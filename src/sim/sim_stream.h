@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -66,12 +67,16 @@ class SimStream final : public Stream {
 class SimEvent final : public Event {
  public:
   SimEvent();
-  void Record(SimStream& stream);
+  // `at_us`, when given, is the time the record keeps (a test's clock, SimBackend's
+  // SetCallClockForTesting); otherwise the steady clock's when the stream reaches it.
+  void Record(SimStream& stream, std::optional<double> at_us = std::nullopt);
   void MakeStreamWait(SimStream& stream);
   // Blocks the calling host thread until the latest Record has been reached.
   void Synchronize();
   // Whether the latest Record has been reached, without waiting.
   bool Reached() const;
+  // The time the latest reached record keeps, in microseconds.
+  double TimeUs() const;
 
  private:
   struct State {
@@ -81,6 +86,7 @@ class SimEvent final : public Event {
     // different streams (an event reused by another fence) may complete out of order.
     uint64_t recorded = 0;       // host side: how many Records were issued
     std::set<uint64_t> pending;  // records their streams have not reached yet
+    double time_us = 0;
   };
   // Shared with queued tasks, which may outlive the event (CUDA allows destroying an event
   // with work pending).

@@ -721,4 +721,50 @@ TEST(DecisionSetUpTest, AFailedSetUpPassesEverythingThrough) {
   Recording().fail_setup = false;
 }
 
+// ZPP_TUNE=auto on GPUs (engine/auto_tuner.h): a call outside groups and captures first lets the
+// tuner advance at a new step epoch, then runs timed, whether zpp's plan runs or the table sent
+// the call to NCCL (the trials need both times).
+TEST_F(DecisionTest, TunedCallsAdvanceBeforeTheirPlanAndRunTimed) {
+  Recording().tuned = true;
+  Recording().tuned_to_nccl_below = kLarge;
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge / 2, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(Recording().at_calls, 2);
+  ASSERT_EQ(Recording().timed.size(), 2u);
+  EXPECT_NE(Recording().timed[0].ran.kind, zpp::plan::PlanKind::kPassThrough);
+  EXPECT_EQ(Recording().timed[0].zpp_calls_inside, 1);
+  EXPECT_EQ(Recording().timed[0].nccl_calls_inside, 0);
+  EXPECT_EQ(Recording().timed[1].ran.kind, zpp::plan::PlanKind::kPassThrough);
+  EXPECT_EQ(Recording().timed[1].ran.reason, zppReasonTuned);
+  EXPECT_EQ(Recording().timed[1].nccl_calls_inside, 1);
+  EXPECT_EQ(Recording().timed[1].zpp_calls_inside, 0);
+  EXPECT_EQ(Reason(zppReasonTuned), 1u);
+}
+
+// A group's calls run at its end and a captured call when its graph is launched: neither is
+// timed nor moves the tuner on; an untuned communicator times nothing.
+TEST_F(DecisionTest, GroupedCapturedAndUntunedCallsAreNotTimed) {
+  Recording().tuned = true;
+  Recording().tuned_to_nccl_below = kLarge;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge / 2, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  Recording().capturing = true;
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge / 2, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  Recording().capturing = false;
+  Recording().tuned = false;
+  ASSERT_EQ(ncclAllGather(send_.data(), recv_.data(), kLarge, ncclFloat32, comm_, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(Recording().at_calls, 0);
+  EXPECT_TRUE(Recording().timed.empty());
+  EXPECT_EQ(Recording().all_gathers.size(), 2u);
+  EXPECT_EQ(Reason(zppReasonTuned), 2u);
+}
+
 }  // namespace

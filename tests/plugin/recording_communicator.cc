@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "fake_nccl_calls.h"
 #include "plan/planner.h"
 
 namespace zpp {
@@ -18,6 +19,17 @@ bool NcclBusy() {
   const bool answer = busy != nullptr && busy(nullptr) != 0;
   dlclose(fake);
   return answer;
+}
+
+int NcclCollectives() {
+  return test::FakeCalls("ncclAllGather") + test::FakeCalls("ncclReduceScatter") +
+         test::FakeCalls("ncclAllReduce");
+}
+
+size_t ZppCollectives() {
+  const test::Recorded& recorded = test::Recording();
+  return recorded.all_gathers.size() + recorded.reduce_scatters.size() +
+         recorded.all_reduces.size();
 }
 
 void Record() {
@@ -38,24 +50,50 @@ class RecordingCommunicator final : public ZppCommunicator {
   ~RecordingCommunicator() override { --test::Recording().live; }
 
   plan::Plan Decide(const plan::Call& call) const override {
-    return plan::MakePlan(call, shape_, settings_, {});
+    plan::Plan plan = plan::MakePlan(call, shape_, settings_, {});
+    if (test::Recording().tuned && plan.kind != plan::PlanKind::kPassThrough &&
+        call.count < test::Recording().tuned_to_nccl_below) {
+      plan.kind = plan::PlanKind::kPassThrough;
+      plan.reason = zppReasonTuned;
+    }
+    return plan;
   }
-  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args,
-                   cudaStream_t) override {
+  bool Tuned() const override { return test::Recording().tuned; }
+  Result AtCall() override {
+    ++test::Recording().at_calls;
+    return ncclSuccess;
+  }
+  Result Timed(const plan::Call&, cudaStream_t,
+               const std::function<Result(plan::Plan* ran)>& run) override {
+    test::Recorded& recorded = test::Recording();
+    const int nccl_before = NcclCollectives();
+    const size_t zpp_before = ZppCollectives();
+    test::Recorded::Timed timed;
+    const Result result = run(&timed.ran);
+    timed.nccl_calls_inside = NcclCollectives() - nccl_before;
+    timed.zpp_calls_inside = static_cast<int>(ZppCollectives() - zpp_before);
+    recorded.timed.push_back(timed);
+    return result;
+  }
+  Result AllGather(const plan::Plan& plan, const engine::AllGatherArgs& args, cudaStream_t,
+                   plan::Plan* ran) override {
+    if (ran != nullptr) *ran = plan;
     EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);  // the plan the hook made
     Record();
     test::Recording().all_gathers.push_back(args);
     return ncclSuccess;
   }
-  Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args,
-                       cudaStream_t) override {
+  Result ReduceScatter(const plan::Plan& plan, const engine::ReduceScatterArgs& args, cudaStream_t,
+                       plan::Plan* ran) override {
+    if (ran != nullptr) *ran = plan;
     EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);
     Record();
     test::Recording().reduce_scatters.push_back(args);
     return ncclSuccess;
   }
-  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args,
-                   cudaStream_t) override {
+  Result AllReduce(const plan::Plan& plan, const engine::AllReduceArgs& args, cudaStream_t,
+                   plan::Plan* ran) override {
+    if (ran != nullptr) *ran = plan;
     EXPECT_EQ(plan.kind, Decide(engine::CallOf(args)).kind);
     Record();
     test::Recording().all_reduces.push_back(args);

@@ -24,6 +24,17 @@ struct Recorded {
   std::function<void()> during_call;       // runs inside every recorded call (tests block it)
   uint64_t hpz_failures = 0;               // what ReadHpzChecks answers
   uint64_t hpz_choices = 0;
+  // ZPP_TUNE=auto: whether the communicator is tuned, and the count of elements below which its
+  // table sends a call zpp would run to NCCL (reason 'tuned').
+  bool tuned = false;
+  size_t tuned_to_nccl_below = 0;
+  int at_calls = 0;  // AtCall() calls
+  struct Timed {
+    plan::Plan ran;             // what the timed call reported
+    int nccl_calls_inside = 0;  // the stand-in NCCL's calls made inside the timing
+    int zpp_calls_inside = 0;   // zpp's calls made inside it
+  };
+  std::vector<Timed> timed;
 };
 
 Recorded& Recording();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/auto_tuner.h"
 #include "engine/backend_byte_all_gather.h"
 #include "engine/engine.h"
 #include "engine_harness.h"
@@ -221,7 +222,8 @@ TEST(TuneSetUpTest, ARankWithoutRoomForTheLargeProbeStillCalibratesWithEveryRank
 }
 
 // Every rank's stats after one all-gather, reduce-scatter and all-reduce of 64K floats (per rank)
-// through an engine tuned by the table `model` gives, all techniques on.
+// through an engine tuned by the table `model` gives, all techniques on, timed by the tuner and
+// read back at the next step epoch.
 std::vector<zppStats_t> TunedCalls(const costmodel::ClusterModel& model) {
   sim::SimWorld world(sim::ClusterLayout::Uniform(2, 2));
   auto tuning = std::make_shared<Tuning>();
@@ -236,21 +238,32 @@ std::vector<zppStats_t> TunedCalls(const costmodel::ClusterModel& model) {
     StatsCounters counters;
     engine::EngineOptions options;
     options.settings = settings;
-    options.epoch = [] { return uint64_t{0}; };
+    uint64_t epoch = 0;
+    options.epoch = [&epoch] { return epoch; };
     options.tuning = tuning;
     engine::Engine engine(backend, kShape, options, counters);
+    engine::AutoTuner tuner(backend, *stream, engine, counters, options);
+    ASSERT_EQ(tuner.Prepare(), ncclSuccess);
     constexpr size_t kCount = 1 << 16;
     std::vector<float> send(kCount * 4, 1.0f), recv(kCount * 4);
-    ASSERT_EQ(engine.AllGather({send.data(), recv.data(), kCount, ncclFloat32}, *stream),
+    const engine::AllGatherArgs gather{send.data(), recv.data(), kCount, ncclFloat32};
+    const engine::ReduceScatterArgs reduce{send.data(),           recv.data(), kCount, ncclFloat32,
+                                           plan::Reduction::kSum, 1.0f,        nullptr};
+    const engine::AllReduceArgs all_reduce{
+        send.data(), recv.data(), kCount * 4, ncclFloat32, plan::Reduction::kSum, 1.0f, nullptr};
+    ASSERT_EQ(tuner.Timed(engine::CallOf(gather), *stream,
+                          [&](plan::Plan* ran) { return engine.AllGather(gather, *stream, ran); }),
               ncclSuccess);
-    ASSERT_EQ(engine.ReduceScatter({send.data(), recv.data(), kCount, ncclFloat32,
-                                    plan::Reduction::kSum, 1.0f, nullptr},
-                                   *stream),
-              ncclSuccess);
-    ASSERT_EQ(engine.AllReduce({send.data(), recv.data(), kCount * 4, ncclFloat32,
-                                plan::Reduction::kSum, 1.0f, nullptr},
-                               *stream),
-              ncclSuccess);
+    ASSERT_EQ(
+        tuner.Timed(engine::CallOf(reduce), *stream,
+                    [&](plan::Plan* ran) { return engine.ReduceScatter(reduce, *stream, ran); }),
+        ncclSuccess);
+    ASSERT_EQ(
+        tuner.Timed(engine::CallOf(all_reduce), *stream,
+                    [&](plan::Plan* ran) { return engine.AllReduce(all_reduce, *stream, ran); }),
+        ncclSuccess);
+    ++epoch;
+    ASSERT_EQ(tuner.AtCall(), ncclSuccess);
     backend.Synchronize(*stream);
     counters.Snapshot(&stats[backend.rank()]);
   });
