@@ -37,6 +37,11 @@
 #   tune         ZPP_TUNE=auto against plain NCCL and zero++ (zpp-bench mode auto),    500 s
 #                with the agreed figures and the decision table in the log (TUNE)
 #   codec-bench  codec throughput against a device-to-device copy                      300 s
+#   speed        issue 45's run, under 8 minutes: codec throughput (1 GiB rows, the    460 s
+#                copy beside them); under MPS, zpp-bench all-gather and reduce-scatter
+#                1 MiB to 256 MiB for plain, qwz4, zero++ and auto (its trials in the log,
+#                TUNE), and the all-reduce for plain, qar8 and qar4+ef; whether root may
+#                make network namespaces and tc qdiscs here (the shaped runs are not built)
 #
 # DeepSpeed is not in the GPU machine's image: run tools/gpu-wheels.sh here first and carry
 # .whl/ (the parts install it into a scratch folder there).
@@ -59,7 +64,7 @@ if [[ "${1:-}" == --dry-run ]]; then
   shift
 fi
 all_parts="probe codec codec-mem plugin memcheck racecheck fsdp hpz-loops ddp deepspeed
-  deepspeed-own bench allreduce-bench tune codec-bench"
+  deepspeed-own bench allreduce-bench tune codec-bench speed"
 all_parts=$(echo $all_parts)
 # An absolute or relative BUILD both work: everything below uses its real path.
 build=$(realpath -m "${1:-build}")
@@ -525,6 +530,40 @@ if want codec-bench; then
   if ! run timeout 300 "$build/bin/zpp-codec-gpu-bench" --out "$results/codec_gpu_${tag}.md"; then
     failures=$((failures + 1)); note "- FAILED or timed out"
   fi
+fi
+
+# Whether root may make a network namespace and a tc qdiscs in it, in seconds (issue 45, item 4).
+netns_probe() {
+  local ns="zpp-probe-$$"
+  if ip netns add "$ns" 2>/dev/null; then
+    if ip netns exec "$ns" tc qdisc add dev lo root tbf rate 1gbit burst 64kb latency 10ms \
+        2>/dev/null; then
+      note "- network namespaces and tc qdiscs: allowed (the shaped zpp-bench runs are not built)"
+    else
+      note "- network namespaces: allowed; tc qdiscs: refused"
+    fi
+    ip netns del "$ns"
+  else
+    note "- network namespaces: refused (no shaped runs on this machine)"
+  fi
+}
+
+if want speed; then
+  section "speed: codec roofline, zpp-bench under MPS, auto's trials"
+  if ! run timeout 140 "$build/bin/zpp-codec-gpu-bench" --out "$results/codec_gpu_speed_${tag}.md"
+  then failures=$((failures + 1)); note "- codec throughput: FAILED or timed out"; fi
+  if run env ZPP_BENCH_MPS=1 ZPP_BENCH_MODES=plain,qwz4,zero++,auto \
+      ZPP_BENCH_NAME=zpp_bench_speed_gpu ZPP_DEBUG=INFO ZPP_DEBUG_SUBSYS=TUNE \
+      timeout 190 bash tools/gpu-bench.sh "$build" -b 1M -e 256M -f 4; then
+    note "- zpp-bench: zpp_bench_speed_gpu_${tag}.md (auto's trials: TUNE lines in its log)"
+  else failures=$((failures + 1)); note "- zpp-bench: FAILED or timed out"; fi
+  if run env ZPP_BENCH_MPS=1 ZPP_BENCH_MODES=plain,qar8,qar4+ef \
+      ZPP_BENCH_NAME=zpp_bench_speed_allreduce_gpu \
+      timeout 100 bash tools/gpu-bench.sh "$build" --ops allreduce -b 1M -e 256M -f 4; then
+    note "- zpp-bench all-reduce: zpp_bench_speed_allreduce_gpu_${tag}.md"
+  else failures=$((failures + 1)); note "- zpp-bench all-reduce: FAILED or timed out"; fi
+  ((dry)) && echo "  (probe) ip netns add; tc qdisc add dev lo root tbf (in the namespace)" >&3
+  ((dry)) || netns_probe
 fi
 
 ((dry)) && exit 0

@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
 PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "hpz-loops",
-         "ddp", "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench"]
+         "ddp", "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench",
+         "speed"]
 
 
 def dry_run(*args, cwd=SOURCE, env=None):
@@ -29,6 +30,16 @@ def dry_run(*args, cwd=SOURCE, env=None):
 
 
 class DryRunTest(unittest.TestCase):
+    def test_speed_is_one_device_call_under_eight_minutes(self):
+        code, out = dry_run(BUILD, "speed")
+        self.assertEqual(code, 0, out)
+        self.assertLessEqual(sum(int(t) for t in re.findall(r"timeout\s+(\d+)", out)), 480, out)
+        self.assertIn("zpp-codec-gpu-bench", out)
+        self.assertRegex(out, r"ZPP_BENCH_MPS=1\s.*ZPP_BENCH_MODES=plain\\,qwz4\\,zero\+\+\\,auto")
+        self.assertRegex(out, r"ZPP_BENCH_MODES=plain\\,qar8\\,qar4\+ef")
+        self.assertIn("ZPP_DEBUG_SUBSYS=TUNE", out)
+        self.assertIn("ip netns", out)
+
     def test_every_part_prints_its_commands(self):
         code, out = dry_run(BUILD)
         self.assertEqual(code, 0, out)
