@@ -14,6 +14,11 @@ because the shortest path does not take them. Per element = path / 8 (a thread's
 
   tools/kernel_instructions.py --cuobjdump /tmp/v/.../cuobjdump --before-commit 8d0942c \\
       --out bench/results/kernel_instructions.md
+
+Held to kernels/instruction_budget.txt (`INSTRUCTIONS ROW` a line; issue 45), from a CUDA build's
+own kernel objects and the cuobjdump tools/install-lint.sh installs:
+
+  tools/kernel_instructions.py --check|--write|--self-test BUILD   (tools/budget_file.py)
 """
 
 import argparse
@@ -24,7 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+import budget_file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUDGET = os.path.join(ROOT, "kernels", "instruction_budget.txt")
 SOURCES = ["quantize.cu", "dequantize.cu", "dequantize_reduce.cu",
            "dequantize_reduce_requantize.cu"]
 NVCC_FLAGS = ["-O3", "-DNDEBUG", "--generate-code=arch=compute_90,code=sm_90", "-std=c++20",
@@ -267,10 +275,13 @@ def prefer(candidates):
 
 
 def measure(objects, cuobjdump):
+    # cuobjdump runs the nvdisasm beside it (PyPI's wheels), or the toolkit's.
+    with_nvdisasm = dict(os.environ, PATH=os.path.dirname(cuobjdump) + os.pathsep +
+                         os.environ.get("PATH", ""))
     functions = {}
     for obj in objects:
         sass = subprocess.run([cuobjdump, "-sass", "-arch", "sm_90", obj], capture_output=True,
-                              text=True, check=True).stdout
+                              text=True, check=True, env=with_nvdisasm).stdout
         functions.update(parse_sass(sass))
     names = demangle(list(functions))
     results = {}
@@ -352,5 +363,24 @@ def main():
     return 0
 
 
+def measured_in(build):
+    """{row: (instructions,)} of BUILD's own kernel objects; none where BUILD has no CUDA."""
+    folder = os.path.join(build, "kernels", "CMakeFiles", "zpp_kernels.dir")
+    objects = [os.path.join(folder, source + ".o") for source in SOURCES]
+    if not all(os.path.exists(path) for path in objects):
+        return {}
+    cuobjdump = subprocess.run(["bash", os.path.join(ROOT, "tools", "install-lint.sh"),
+                                "--cuobjdump"], check=True, capture_output=True,
+                               text=True).stdout.strip()
+    return {row: (count,) for row, count in measure(objects, cuobjdump).items()
+            if count is not None}
+
+
 if __name__ == "__main__":
+    if {"--check", "--write", "--self-test"} & set(sys.argv):
+        sys.exit(budget_file.main(
+            "Each codec kernel's main-path SASS instructions, held to a budget", measured_in,
+            BUDGET, ("instructions",),
+            ["Per codec kernel row: the most SASS instructions on its main path, sm_90, per 8",
+             "elements (tools/kernel_instructions.py; written by --write from cuobjdump)."]))
     sys.exit(main())

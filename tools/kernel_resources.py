@@ -4,18 +4,10 @@ kernels/resource_budget.txt (issue 45: kernels at the memory roofline need bytes
 registers or spills past the budget cost occupancy or local-memory traffic). No GPU needed:
 ptxas reports them when the kernels compile, here with the build's own flags, device code only.
 
-    tools/kernel_resources.py --check BUILD     exit 1 on a kernel over its budget, a kernel
-                                                missing from the file or a stale line;
-                                                77 when BUILD has no CUDA kernels
-    tools/kernel_resources.py --write BUILD     rewrite the budget from what ptxas reports now
-    tools/kernel_resources.py --self-test BUILD a budget one register short must be reported
-                                                (--check makes the same test first)
+    tools/kernel_resources.py --check|--write|--self-test BUILD   (tools/budget_file.py)
 
-A budget line: `sm_XX REGISTERS STACK_BYTES SPILL_BYTES KERNEL` (spill stores plus loads). Using
-less passes and says so; using more is a decision written into the file (--write), never a silent
-drift.
+A budget line: `REGISTERS STACK_BYTES SPILL_BYTES sm_XX KERNEL` (spill stores plus loads).
 """
-import argparse
 import concurrent.futures
 import json
 import os
@@ -25,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 
+import budget_file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 BUDGET = os.path.join(ROOT, "kernels", "resource_budget.txt")
-SKIP = 77
 ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 USED = re.compile(r"Used (\d+) registers")
@@ -77,7 +70,7 @@ def _short(mangled):
 
 
 def report(source, nvcc, arch):
-    """{(arch, kernel): (registers, stack, spill bytes)} that ptxas reports for `source`."""
+    """{"sm_XX kernel": (registers, stack, spill bytes)} that ptxas reports for `source`."""
     with tempfile.TemporaryDirectory() as scratch:
         out = subprocess.run(nvcc + ["-cubin", f"-arch={arch}", "--resource-usage", "-x", "cu",
                                      source, "-o", os.path.join(scratch, "k.cubin")],
@@ -87,7 +80,7 @@ def report(source, nvcc, arch):
     found, kernel, frame = {}, None, None
     for line in (out.stdout + out.stderr).splitlines():
         if (match := ENTRY.search(line)):
-            kernel, frame = (match.group(2), _short(match.group(1))), None
+            kernel, frame = f"{match.group(2)} {_short(match.group(1))}", None
         elif (match := FRAME.search(line)) and kernel:
             frame = (int(match.group(1)), int(match.group(2)) + int(match.group(3)))
         elif (match := USED.search(line)) and kernel:
@@ -107,89 +100,12 @@ def measure(build):
     return found
 
 
-def read_budget(path):
-    budget = {}
-    for number, line in enumerate(open(path), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        arch, registers, stack, spills, kernel = line.rstrip("\n").split(" ", 4)
-        budget[(arch, kernel)] = (int(registers), int(stack), int(spills), number)
-    return budget
-
-
-def problems(found, budget):
-    lines = []
-    for key in sorted(found):
-        registers, stack, spills = found[key]
-        arch, kernel = key
-        if key not in budget:
-            lines.append(f"{arch} {kernel}: not in kernels/resource_budget.txt ({registers} "
-                         f"registers, {stack} bytes stack, {spills} spilled; add it: --write)")
-            continue
-        most = budget[key][:3]
-        if (registers, stack, spills) != tuple(min(a, b) for a, b in
-                                               zip((registers, stack, spills), most)):
-            lines.append(f"{arch} {kernel}: {registers} registers, {stack} bytes stack, {spills} "
-                         f"bytes spilled, over its budget of {most[0]}, {most[1]} and {most[2]} "
-                         f"(resource_budget.txt:{budget[key][3]})")
-    for key, (_, _, _, number) in sorted(budget.items(), key=lambda item: item[1][3]):
-        if key not in found:
-            lines.append(f"resource_budget.txt:{number}: {key[0]} {key[1]} is no longer compiled")
-    return lines
-
-
-def planted_shortfall_reported(found, budget):
-    """The check's own check, on the figures just measured: a budget one register short."""
-    key = min(budget)
-    registers, stack, spills, number = budget[key]
-    planted = dict(budget)
-    planted[key] = (registers - 1, stack, spills, number)
-    if any(f"over its budget of {registers - 1}," in line for line in problems(found, planted)):
-        print("self-test: a budget one register short was reported")
-        return True
-    print(f"self-test: a budget one register short for {key} was not reported")
-    return False
-
-
-def write(found, path):
-    with open(path, "w") as out:
-        out.write("# Per architecture and kernel instantiation: the most registers, stack bytes "
-                  "and spill bytes\n# (stores plus loads) it may use (tools/kernel_resources.py; "
-                  "written by --write from\n# ptxas's report).\n")
-        for (arch, kernel), figures in sorted(found.items()):
-            out.write(f"{arch} {' '.join(str(figure) for figure in figures)} {kernel}\n")
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("build")
-    way = parser.add_mutually_exclusive_group(required=True)
-    way.add_argument("--check", action="store_true")
-    way.add_argument("--write", action="store_true")
-    way.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    found = measure(args.build)
-    if not found:
-        print(f"kernel_resources: {args.build} compiles no CUDA kernels: skipped")
-        return SKIP
-    if args.write:
-        write(found, BUDGET)
-        print(f"kernel_resources: {len(found)} kernel instantiations written to {BUDGET}")
-        return 0
-    budget = read_budget(BUDGET)
-    if not planted_shortfall_reported(found, budget):
-        return 1
-    if args.self_test:
-        return 0
-    lines = problems(found, budget)
-    for line in lines:
-        print(line)
-    under = sum(1 for key, value in found.items()
-                if key in budget and value != tuple(budget[key][:3]) and not any(
-                    line.startswith(f"{key[0]} {key[1]}:") for line in lines))
-    print(f"kernel_resources: {len(found)} kernel instantiations, {len(lines)} problem(s)" +
-          (f"; {under} now under their budget (lower it: --write)" if under else ""))
-    return 1 if lines else 0
+    return budget_file.main(
+        __doc__.split("\n\n")[0], measure, BUDGET, ("registers", "bytes stack", "bytes spilled"),
+        ["Per architecture and kernel instantiation: the most registers, stack bytes and spill",
+         "bytes (stores plus loads) it may use (tools/kernel_resources.py; written by --write",
+         "from ptxas's report)."])
 
 
 if __name__ == "__main__":
