@@ -45,10 +45,11 @@ demo: build
 bench: build
 	@cd build && ctest $(CTEST_FLAGS) -L bench
 
-# Breaks each key contract on purpose and checks that a test catches it (tools/mutants.sh, its
-# own incremental build in build-mutants/; not part of `make test`: about 20 minutes).
+# Breaks each key contract on purpose and checks that a test catches it (tools/mutants.py runs
+# tools/mutants.toml in its own incremental build in build-mutants/; not part of `make test`:
+# about 50 minutes).
 mutants: build
-	@bash tools/mutants.sh
+	@py=$$(bash tools/install-lint.sh) && "$$py" tools/mutants.py
 
 # FSDP2 and DeepSpeed ZeRO-3 on CPU ranks through zpp in every mode, over gloo, and DeepSpeed's
 # own hpZ (bench/convergence/run.py; FRAMEWORK=fsdp2 or deepspeed runs one; FRAMEWORK=ddp,hsdp

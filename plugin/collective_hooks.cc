@@ -124,6 +124,56 @@ zpp::plan::Reduction ReductionOf(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t
   return zpp::plan::Reduction::kPreMulSum;
 }
 
+// What every hook does once the real NCCL is found: a null communicator is NCCL's to refuse, one
+// zpp does not know is NCCL's to judge, and a known one's call goes to `intercept(state)`.
+template <typename Forward, typename OnKnown>
+ncclResult_t ForKnownComm(ncclComm_t comm, const char* function, Forward&& forward,
+                          OnKnown&& intercept) {
+  if (comm == nullptr) return forward();  // NCCL answers ncclInvalidArgument
+  const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
+  if (state == nullptr) return UnknownComm(comm, function, forward);
+  return intercept(state);
+}
+
+// The arguments every collective shares, and whether zpp may read them: a dtype NCCL knows and
+// buffers where there is anything to move.
+template <typename Args>
+Args CallArgs(const void* send, void* recv, size_t count, ncclDataType_t dtype, bool* valid) {
+  *valid = ValidDtype(dtype) && (count == 0 || (send != nullptr && recv != nullptr));
+  Args args;
+  args.send = send;
+  args.recv = recv;
+  args.count = count;
+  args.dtype = dtype;
+  return args;
+}
+
+// A reduction's call as NCCL takes it.
+struct ReductionCall {
+  const void* send;
+  void* recv;
+  size_t count;
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  ncclComm_t comm;
+  cudaStream_t stream;
+};
+
+// The reduce-scatter's and the all-reduce's hook once the real NCCL is found; `input_per_rank`:
+// the input holds `count` elements for every rank (reduce-scatter) rather than once.
+template <typename Args, typename Forward>
+ncclResult_t HookReduction(const char* function, const ReductionCall& call, bool input_per_rank,
+                           Forward&& forward) {
+  return ForKnownComm(call.comm, function, forward, [&](const std::shared_ptr<CommState>& state) {
+    bool valid = false;
+    auto args = CallArgs<Args>(call.send, call.recv, call.count, call.dtype, &valid);
+    args.reduction = ReductionOf(call.comm, call.op, call.dtype, &args);
+    const uint64_t copies = input_per_rank ? static_cast<uint64_t>(state->nranks) : 1;
+    const uint64_t input_bytes = valid ? call.count * zpp::NcclTypeBytes(call.dtype) * copies : 0;
+    return Intercept(state, args, valid, input_bytes, call.stream, forward);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -135,19 +185,14 @@ ZPP_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t 
     auto forward = [=] {
       return nccl->AllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     };
-    if (comm == nullptr) return forward();  // NCCL answers ncclInvalidArgument
-    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
-    if (state == nullptr) return UnknownComm(comm, "ncclAllGather", forward);
-
-    const bool valid = ValidDtype(datatype) && (sendcount == 0 || (sendbuff && recvbuff));
-    const uint64_t input_bytes = valid ? sendcount * zpp::NcclTypeBytes(datatype) : 0;
-    zpp::engine::AllGatherArgs args;
-    args.send = sendbuff;
-    args.recv = recvbuff;
-    args.count = sendcount;
-    args.dtype = datatype;
-    args.pass = zpp::CallerTrainingPass();  // now: a group defers the call, not its pass
-    return Intercept(state, args, valid, input_bytes, stream, forward);
+    return ForKnownComm(comm, __func__, forward, [&](const std::shared_ptr<CommState>& state) {
+      bool valid = false;
+      auto args =
+          CallArgs<zpp::engine::AllGatherArgs>(sendbuff, recvbuff, sendcount, datatype, &valid);
+      args.pass = zpp::CallerTrainingPass();  // now: a group defers the call, not its pass
+      const uint64_t input_bytes = valid ? sendcount * zpp::NcclTypeBytes(datatype) : 0;
+      return Intercept(state, args, valid, input_bytes, stream, forward);
+    });
   });
 }
 
@@ -159,20 +204,8 @@ ZPP_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, siz
     auto forward = [=] {
       return nccl->ReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
     };
-    if (comm == nullptr) return forward();
-    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
-    if (state == nullptr) return UnknownComm(comm, "ncclReduceScatter", forward);
-
-    const bool valid = ValidDtype(datatype) && (recvcount == 0 || (sendbuff && recvbuff));
-    const uint64_t input_bytes =
-        valid ? recvcount * zpp::NcclTypeBytes(datatype) * static_cast<uint64_t>(state->nranks) : 0;
-    zpp::engine::ReduceScatterArgs args;
-    args.send = sendbuff;
-    args.recv = recvbuff;
-    args.count = recvcount;
-    args.dtype = datatype;
-    args.reduction = ReductionOf(comm, op, datatype, &args);
-    return Intercept(state, args, valid, input_bytes, stream, forward);
+    return HookReduction<zpp::engine::ReduceScatterArgs>(
+        __func__, {sendbuff, recvbuff, recvcount, datatype, op, comm, stream}, true, forward);
   });
 }
 
@@ -186,19 +219,8 @@ ZPP_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t 
     auto forward = [=] {
       return nccl->AllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
     };
-    if (comm == nullptr) return forward();
-    const std::shared_ptr<CommState> state = zpp::plugin::Comms().Find(comm);
-    if (state == nullptr) return UnknownComm(comm, "ncclAllReduce", forward);
-
-    const bool valid = ValidDtype(datatype) && (count == 0 || (sendbuff && recvbuff));
-    const uint64_t input_bytes = valid ? count * zpp::NcclTypeBytes(datatype) : 0;
-    zpp::engine::AllReduceArgs args;
-    args.send = sendbuff;
-    args.recv = recvbuff;
-    args.count = count;
-    args.dtype = datatype;
-    args.reduction = ReductionOf(comm, op, datatype, &args);
-    return Intercept(state, args, valid, input_bytes, stream, forward);
+    return HookReduction<zpp::engine::AllReduceArgs>(
+        __func__, {sendbuff, recvbuff, count, datatype, op, comm, stream}, false, forward);
   });
 }
 
