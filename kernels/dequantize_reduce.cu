@@ -71,12 +71,7 @@ Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatc
                              size_t count, const Format& format, float scale_after_sum,
                              TensorView output, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::DequantizeReduceBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == batch.items * count,
-                "%s: output has %zu elements, %u sums of %zu need %llu" ZPP_BUG_REPORT, kApi,
-                output.count, batch.items, count,
-                static_cast<unsigned long long>(batch.items) * count);
+  ZPP_CHECK(CheckReduceBatchInto(kApi, pieces, batch, count, format, scale_after_sum, output));
   const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
   return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
                 scale_after_sum, output, stream);

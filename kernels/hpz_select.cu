@@ -2,6 +2,7 @@
 // thread, shared with the block), then the grid copies the chosen partition, or the poison byte,
 // 16 bytes per thread where every pointer allows it. The copy is one secondary partition: a
 // 1/(ranks per node) share of the bytes the hit's intra-node gather moves.
+#include "codec/hpz_select.h"
 #include "kernels/hpz_select_kernel.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
@@ -46,12 +47,7 @@ __global__ void SelectPartitionKernel(const uint64_t* __restrict__ now, HpzCandi
 Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
                        std::span<std::byte> send, uint32_t* counters, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::SelectPartition";
-  ZPP_CHECK_ARG(now != nullptr && counters != nullptr,
-                "%s: null fingerprint or counters" ZPP_BUG_REPORT, kApi);
-  ZPP_CHECK_ARG(candidates.count <= kMaxHpzCandidates,
-                "%s: %u candidates (at most %u)" ZPP_BUG_REPORT, kApi, candidates.count,
-                kMaxHpzCandidates);
-  ZPP_CHECK_ARG(send.data() != nullptr || send.empty(), "%s: send is null" ZPP_BUG_REPORT, kApi);
+  ZPP_CHECK(CheckSelectPartition(kApi, now, candidates, send, counters));
   bool vector = detail::Aligned16(send.data());
   for (uint32_t i = 0; i < candidates.count; ++i) {
     vector = vector && detail::Aligned16(candidates.partition[i]);

@@ -34,7 +34,8 @@ class AbortedStates {
     std::lock_guard<std::mutex> lock(mutex_);
     waiting_.push_back(std::move(zpp));
   }
-  void FreeThoseWhoseDeviceWorkRan() {
+  // Frees the states whose device uses have all run (asked without waiting).
+  void FreeIdle() {
     std::vector<std::shared_ptr<zpp::ZppCommunicator>> done;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -75,7 +76,7 @@ AbortedStates& Aborted() {
 // Creation succeeded (or is in progress on a nonblocking communicator): track the new one.
 ncclResult_t Created(const zpp::NcclFunctions& nccl, ncclResult_t result, ncclComm_t comm,
                      bool blocking, const char* how) {
-  Aborted().FreeThoseWhoseDeviceWorkRan();
+  Aborted().FreeIdle();
   if ((result == ncclSuccess || result == ncclInProgress) && comm != nullptr) {
     AfterCreation(nccl, comm, blocking && result == ncclSuccess, how);
   }
@@ -100,7 +101,7 @@ void Forget(ncclComm_t comm, bool abort, const char* why) {
       Aborted().Add(std::move(zpp));
     }
   } else {
-    Aborted().FreeThoseWhoseDeviceWorkRan();
+    Aborted().FreeIdle();
   }
 }
 

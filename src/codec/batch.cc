@@ -85,6 +85,18 @@ Result CheckReduceBatch(const char* api, std::span<const std::byte> pieces,
   return ncclSuccess;
 }
 
+Result CheckReduceBatchInto(const char* api, std::span<const std::byte> pieces,
+                            const ReduceBatch& batch, size_t count, const Format& format,
+                            float scale_after_sum, TensorView output) {
+  ZPP_CHECK(CheckReduceBatch(api, pieces, batch, count, format, scale_after_sum));
+  ZPP_CHECK(CheckTensor(api, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK_ARG(output.count == batch.items * count,
+                "%s: output has %zu elements, %u sums of %zu need %llu" ZPP_BUG_REPORT, api,
+                output.count, batch.items, count,
+                static_cast<unsigned long long>(batch.items) * count);
+  return ncclSuccess;
+}
+
 Result CheckCopyBatch(const char* api, std::span<const std::byte> src, std::span<std::byte> dst,
                       size_t bytes, const BatchMap& map) {
   ZPP_CHECK(CheckRadix(api, map));
@@ -144,12 +156,7 @@ Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatc
                              size_t count, const Format& format, float scale_after_sum,
                              TensorView output) {
   constexpr const char* kApi = "codec::DequantizeReduceBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == batch.items * count,
-                "%s: output has %zu elements, %u sums of %zu need %llu" ZPP_BUG_REPORT, kApi,
-                output.count, batch.items, count,
-                static_cast<unsigned long long>(batch.items) * count);
+  ZPP_CHECK(CheckReduceBatchInto(kApi, pieces, batch, count, format, scale_after_sum, output));
   const uint64_t piece = PieceBytes(count, ncclFloat32, format);
   const size_t element = output.dtype == ncclFloat32 ? 4 : 2;
   for (uint64_t item = 0; item < batch.items; ++item) {

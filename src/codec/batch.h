@@ -61,6 +61,10 @@ Result CheckDequantizeBatch(const char* api, std::span<const std::byte> pieces, 
 Result CheckReduceBatch(const char* api, std::span<const std::byte> pieces,
                         const ReduceBatch& batch, size_t count, const Format& format,
                         float scale_after_sum);
+// CheckReduceBatch, and an output of every sum's `count` elements.
+Result CheckReduceBatchInto(const char* api, std::span<const std::byte> pieces,
+                            const ReduceBatch& batch, size_t count, const Format& format,
+                            float scale_after_sum, TensorView output);
 Result CheckCopyBatch(const char* api, std::span<const std::byte> src, std::span<std::byte> dst,
                       size_t bytes, const BatchMap& map);
 

@@ -18,4 +18,8 @@ namespace zpp::codec {
 Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
                        std::span<std::byte> send, uint32_t* counters);
 
+// SelectPartition's argument checks, the CUDA launcher's too (one WARN and ncclInvalidArgument).
+Result CheckSelectPartition(const char* api, const uint64_t* now, const HpzCandidates& candidates,
+                            std::span<std::byte> send, const uint32_t* counters);
+
 }  // namespace zpp::codec

@@ -104,7 +104,7 @@ void Engine::Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Cal
   stats_.AddCall(path, input_bytes);
 }
 
-bool Engine::FellShort(Result result, const LaunchCounts& before) {
+bool Engine::PoolRefusedFirst(Result result, const LaunchCounts& before) {
   const size_t shortfall = pool_->TakeShortfall();
   if (result == ncclSuccess || shortfall == 0) return false;
   // Every plan takes its buffers before its first collective; a refusal after one would leave
@@ -168,7 +168,7 @@ Result Engine::RunCollective(const char* name, const plan::Plan& plan, const Arg
   plan::Plan ran = plan;
   LaunchCounts planned_from = before;
   Result result = run(plan, &ran, &planned_from);
-  if (FellShort(result, planned_from)) {
+  if (PoolRefusedFirst(result, planned_from)) {
     ran = PoolPassThrough(plan);
     result = run(ran, &ran, &planned_from);
   }

@@ -119,7 +119,7 @@ class Engine {
   void Count(const plan::Plan& plan, uint64_t input_bytes, const plan::Call& call);
   // Whether a run that returned `result` failed only because the bounded pool refused a buffer
   // before any collective was enqueued (since `before`): then it passes through.
-  bool FellShort(Result result, const LaunchCounts& before);
+  bool PoolRefusedFirst(Result result, const LaunchCounts& before);
   // The settings a call runs with: the user's, as the tuner chose them for its size.
   plan::Settings SettingsFor(const plan::Call& call) const;
   // What the plan's run enqueued since `before`, into its path's launch counts.
