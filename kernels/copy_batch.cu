@@ -2,10 +2,10 @@
 // grid, x over the 16-byte words of one item and y over the items (codec::BatchMap). An item
 // whose source and destination are both 16-byte aligned moves words; any other moves bytes.
 #include "codec/batch.h"
-#include "codec/math/batch_places.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/batch_places.h"
 
 namespace zpp::codec::gpu {
 namespace {

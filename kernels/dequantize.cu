@@ -7,7 +7,6 @@
 #include <string>
 
 #include "codec/batch.h"
-#include "codec/math/batch_places.h"
 #include "codec/validate.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
@@ -15,6 +14,7 @@
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/batch_places.h"
 
 namespace zpp::codec::gpu {
 namespace {

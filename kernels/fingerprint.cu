@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <atomic>
 
-#include "codec/math/codec_math.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/codec_math.h"
 
 namespace zpp::codec::gpu {
 namespace {

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "codec/math/codec_math.h"
-#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/group_max.cuh"
 #include "kernels/device/piece_codec.cuh"
+#include "kernels/math/codec_math.h"
+#include "kernels/math/codec_params.h"
 #include "log/check.h"
 #include "zpp/format.h"
 

@@ -3,13 +3,13 @@
 // when that item's input is aligned), widens it to fp32, rotates it with its run's lanes, and
 // encodes it with its block's lanes into the item's piece.
 #include "codec/batch.h"
-#include "codec/math/batch_places.h"
 #include "codec/validate.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/batch_places.h"
 
 namespace zpp::codec::gpu {
 namespace {

@@ -1,10 +1,10 @@
 // One thread per call scans back for the latest equal fingerprint: an epoch has hundreds to a
 // few thousand all-gathers, so the quadratic scan is a few hundred microseconds at worst, once
 // per epoch. The hash is a wrapping sum, so the per-call atomics may land in any order.
-#include "codec/math/fingerprint_math.h"
-#include "codec/math/reuse_pattern_math.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/fingerprint_math.h"
+#include "kernels/math/reuse_pattern_math.h"
 #include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::codec::gpu {

@@ -7,7 +7,6 @@
 // writes NaN and counts the failure once per item. Two launches whatever the number of nodes.
 #include "codec/codec.h"
 #include "codec/element_io.h"
-#include "codec/math/float_bits.h"
 #include "codec/validate.h"
 #include "codec/weight_delta.h"
 #include "kernels/codec_kernels.h"
@@ -16,6 +15,7 @@
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/float_bits.h"
 
 namespace zpp::codec::gpu {
 namespace {

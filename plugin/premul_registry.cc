@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "codec/math/float_convert.h"
+#include "kernels/math/float_convert.h"
 
 namespace zpp::plugin {
 

@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "codec/math/codec_math.h"
-#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/group_max.cuh"
+#include "kernels/math/codec_math.h"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec::device {
 

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
-#include "codec/math/hadamard.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/piece_codec.cuh"
+#include "kernels/math/hadamard.h"
 
 namespace zpp::codec::device {
 

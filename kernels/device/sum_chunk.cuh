@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "codec/math/codec_params.h"
 #include "kernels/device/chunk.cuh"
 #include "kernels/device/piece_codec.cuh"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec::device {
 

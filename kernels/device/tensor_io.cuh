@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "codec/math/float_convert.h"
 #include "kernels/device/chunk.cuh"
+#include "kernels/math/float_convert.h"
 
 namespace zpp::codec::device {
 

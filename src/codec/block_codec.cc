@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "codec/math/codec_math.h"
+#include "kernels/math/codec_math.h"
 
 namespace zpp::codec {
 

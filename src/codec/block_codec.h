@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "codec/math/codec_params.h"
 #include "codec/piece_io.h"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "codec/math/codec_math.h"
 #include "common/nccl_types.h"
+#include "kernels/math/codec_math.h"
 
 namespace zpp::codec {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "codec/codec.h"
-#include "codec/math/codec_math.h"
+#include "kernels/math/codec_math.h"
 
 namespace zpp::codec {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "codec/math/hpz_select_math.h"
+#include "kernels/math/hpz_select_math.h"
 #include "log/check.h"
 
 namespace zpp::codec {

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "codec/math/codec_math.h"
+#include "kernels/math/codec_math.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "codec/math/codec_params.h"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec {
 

@@ -5,8 +5,8 @@
 #include "codec/block_codec.h"
 #include "codec/codec.h"
 #include "codec/element_io.h"
-#include "codec/math/codec_math.h"
 #include "codec/validate.h"
+#include "kernels/math/codec_math.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

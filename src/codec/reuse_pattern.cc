@@ -1,7 +1,7 @@
 #include "codec/reuse_pattern.h"
 
-#include "codec/math/fingerprint_math.h"
-#include "codec/math/reuse_pattern_math.h"
+#include "kernels/math/fingerprint_math.h"
+#include "kernels/math/reuse_pattern_math.h"
 
 namespace zpp::codec {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "codec/math/codec_params.h"
+#include "kernels/math/codec_params.h"
 #include "log/check.h"
 
 namespace zpp::codec {

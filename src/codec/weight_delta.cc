@@ -6,8 +6,8 @@
 
 #include "codec/codec.h"
 #include "codec/element_io.h"
-#include "codec/math/float_bits.h"
 #include "codec/validate.h"
+#include "kernels/math/float_bits.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <span>
 
-#include "codec/math/codec_params.h"
 #include "codec/views.h"
+#include "kernels/math/codec_params.h"
 #include "log/check.h"
 
 namespace zpp::codec {

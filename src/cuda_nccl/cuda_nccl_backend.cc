@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "codec/math/float_convert.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/engine_kernels.h"
 #include "kernels/hpz_select_kernel.h"
+#include "kernels/math/float_convert.h"
 #include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::cuda {

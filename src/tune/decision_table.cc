@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstdio>
 
-#include "codec/math/codec_params.h"
+#include "kernels/math/codec_params.h"
 #include "plan/planner.h"
 
 namespace zpp::tune {

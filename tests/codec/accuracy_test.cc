@@ -6,8 +6,8 @@
 #include <cmath>
 #include <tuple>
 
-#include "codec/math/codec_params.h"
 #include "codec_runs.h"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codec/codec.h"
-#include "codec/math/batch_places.h"
+#include "kernels/math/batch_places.h"
 
 namespace zpp::codec {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codec/codec.h"
-#include "codec/math/fingerprint_math.h"
+#include "kernels/math/fingerprint_math.h"
 
 namespace zpp::codec {
 namespace {

@@ -1,7 +1,7 @@
 // The hand-written fp16 / bf16 conversions against the formula references: widening over every
 // bit pattern, narrowing at every representable value, every midpoint between neighbours (the
 // ties) and one fp32 step either side of each midpoint, plus random fp32 bit patterns.
-#include "codec/math/float_convert.h"
+#include "kernels/math/float_convert.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "codec/math/codec_params.h"
 #include "codec/views.h"
+#include "kernels/math/codec_params.h"
 
 namespace zpp::codec::testing {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "codec/math/hadamard.h"
+#include "kernels/math/hadamard.h"
 #include "reference.h"
 
 namespace zpp::codec {

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "codec/math/float_convert.h"
 #include "epoch/training_pass.h"
 #include "fake_nccl_calls.h"
+#include "kernels/math/float_convert.h"
 #include "recording_communicator.h"
 #include "zpp/zpp.h"
 

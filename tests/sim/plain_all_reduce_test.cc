@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "codec/math/float_convert.h"
 #include "engine_harness.h"
+#include "kernels/math/float_convert.h"
 #include "plan/planner.h"
 #include "sim/cluster_layout.h"
 

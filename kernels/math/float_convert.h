@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "codec/math/float_bits.h"
-#include "codec/math/hd.h"
+#include "kernels/math/float_bits.h"
+#include "kernels/math/hd.h"
 
 namespace zpp::codec {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "codec/math/hd.h"
+#include "kernels/math/hd.h"
 
 namespace zpp::codec {
 

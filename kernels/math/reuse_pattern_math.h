@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "codec/math/hd.h"
-#include "codec/math/stochastic.h"
+#include "kernels/math/hd.h"
+#include "kernels/math/stochastic.h"
 
 namespace zpp::codec {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "codec/math/hd.h"
+#include "kernels/math/hd.h"
 
 namespace zpp::codec {
 

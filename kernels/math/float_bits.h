@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "codec/math/hd.h"
+#include "kernels/math/hd.h"
 
 namespace zpp::codec {
 

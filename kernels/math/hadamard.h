@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "codec/math/hd.h"
+#include "kernels/math/hd.h"
 #include "zpp/format.h"
 
 namespace zpp::codec {

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "codec/math/codec_params.h"
-#include "codec/math/hd.h"
+#include "kernels/math/codec_params.h"
+#include "kernels/math/hd.h"
 
 namespace zpp::codec {
 
