@@ -40,8 +40,9 @@
 #   speed        issue 45's run, under 8 minutes: codec throughput (1 GiB rows, the    460 s
 #                copy beside them); under MPS, zpp-bench all-gather and reduce-scatter
 #                1 MiB to 256 MiB for plain, qwz4, zero++ and auto (its trials in the log,
-#                TUNE), and the all-reduce for plain, qar8 and qar4+ef; whether root may
-#                make network namespaces and tc qdiscs here (the shaped runs are not built)
+#                TUNE), the all-reduce for plain, qar8 and qar4+ef, and plain against the
+#                same calls through zpp's hooks (passthrough); whether root may make
+#                network namespaces and tc qdiscs here (the shaped runs are not built)
 #
 # DeepSpeed is not in the GPU machine's image: run tools/gpu-wheels.sh here first and carry
 # .whl/ (the parts install it into a scratch folder there).
@@ -550,11 +551,11 @@ netns_probe() {
 
 if want speed; then
   section "speed: codec roofline, zpp-bench under MPS, auto's trials"
-  if ! run timeout 140 "$build/bin/zpp-codec-gpu-bench" --out "$results/codec_gpu_speed_${tag}.md"
+  if ! run timeout 120 "$build/bin/zpp-codec-gpu-bench" --out "$results/codec_gpu_speed_${tag}.md"
   then failures=$((failures + 1)); note "- codec throughput: FAILED or timed out"; fi
   if run env ZPP_BENCH_MPS=1 ZPP_BENCH_MODES=plain,qwz4,zero++,auto \
       ZPP_BENCH_NAME=zpp_bench_speed_gpu ZPP_DEBUG=INFO ZPP_DEBUG_SUBSYS=TUNE \
-      timeout 190 bash tools/gpu-bench.sh "$build" -b 1M -e 256M -f 4; then
+      timeout 180 bash tools/gpu-bench.sh "$build" -b 1M -e 256M -f 4; then
     note "- zpp-bench: zpp_bench_speed_gpu_${tag}.md (auto's trials: TUNE lines in its log)"
   else failures=$((failures + 1)); note "- zpp-bench: FAILED or timed out"; fi
   if run env ZPP_BENCH_MPS=1 ZPP_BENCH_MODES=plain,qar8,qar4+ef \
@@ -562,6 +563,14 @@ if want speed; then
       timeout 100 bash tools/gpu-bench.sh "$build" --ops allreduce -b 1M -e 256M -f 4; then
     note "- zpp-bench all-reduce: zpp_bench_speed_allreduce_gpu_${tag}.md"
   else failures=$((failures + 1)); note "- zpp-bench all-reduce: FAILED or timed out"; fi
+  # The interposer's own cost: plain NCCL, then the same calls through libzpp.so's hooks
+  # (host_us in the JSON: the median host time of making a call).
+  if run env ZPP_BENCH_MPS=1 ZPP_BENCH_MODES=plain,passthrough \
+      ZPP_BENCH_NAME=zpp_bench_speed_passthrough_gpu \
+      timeout 60 bash tools/gpu-bench.sh "$build" --ops allgather,reducescatter,allreduce \
+      -b 8 -e 256M -f 16 -n 50; then
+    note "- pass-through: zpp_bench_speed_passthrough_gpu_${tag}.{md,json}"
+  else failures=$((failures + 1)); note "- pass-through: FAILED or timed out"; fi
   ((dry)) && echo "  (probe) ip netns add; tc qdisc add dev lo root tbf (in the namespace)" >&3
   ((dry)) || netns_probe
 fi

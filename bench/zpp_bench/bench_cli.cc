@@ -54,9 +54,11 @@ CLI::Validator ModeCheck() {
   return CLI::Validator(
       [](const std::string& text) {
         plan::Settings settings;
-        return text == kAutoMode || step::ParseMode(text, &settings) == ncclSuccess
+        return text == kAutoMode || text == kPassThroughMode ||
+                       step::ParseMode(text, &settings) == ncclSuccess
                    ? std::string()
-                   : "a mode: plain, zero++, auto, or qwz[4|8], hpz, qgz[<intra>/<inter>], "
+                   : "a mode: plain, zero++, auto, passthrough, or qwz[4|8], hpz, "
+                     "qgz[<intra>/<inter>], "
                      "qar[4|8], ef joined by '+'";
       },
       "MODE");
@@ -84,8 +86,9 @@ void AddCaseOptions(CLI::App& app, BenchCli& cli) {
       ->check(CLI::IsMember({"allgather", "reducescatter", "allreduce"}))
       ->capture_default_str();
   app.add_option("--modes", cli.modes,
-                 "modes, comma list: plain (NCCL's collective untouched), zero++, or techniques "
-                 "joined by '+': "
+                 "modes, comma list: plain (NCCL's collective untouched), zero++, auto "
+                 "(zero++'s techniques, ZPP_TUNE=auto), passthrough (plain through zpp's hooks, "
+                 "--backend nccl), or techniques joined by '+': "
                  "qwz[4|8], hpz, qgz[<intra>/<inter>], qar[4|8] (all-reduce), ef")
       ->delimiter(',')
       ->check(ModeCheck())

@@ -71,13 +71,17 @@ void CompareWithReference(const CollectiveCase& what, int rank, int ranks,
   for (size_t i = 0; i < count; ++i) part->Add(got[i], sum[i], (ranks + 1) * eps * magnitude[i]);
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
 Measurement TimedAndCompared(std::vector<double> times_us, const ErrorStats& errors,
                              const plan::Plan& plan, plan::CollectiveOp op) {
   Measurement m;
-  std::sort(times_us.begin(), times_us.end());
-  const size_t middle = times_us.size() / 2;
-  m.time_us =
-      times_us.size() % 2 == 1 ? times_us[middle] : (times_us[middle - 1] + times_us[middle]) / 2;
+  m.time_us = Median(std::move(times_us));
   m.rel_l2_err = errors.RelativeL2();
   m.max_abs_err = errors.MaxAbs();
   if (Lossless(plan, op)) m.wrong = errors.Wrong();

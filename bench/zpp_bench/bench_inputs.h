@@ -36,6 +36,9 @@ void CompareWithReference(const CollectiveCase& what, int rank, int ranks,
                           const std::function<const std::vector<float>&(int)>& input_of,
                           std::span<const float> got, ErrorStats::Part* part);
 
+// The median (0 for none).
+double Median(std::vector<double> values);
+
 // A case's timing and error columns: the median of `times_us`, the error against the reference,
 // the elements wrong only where `plan` is lossless, and the plan's name.
 Measurement TimedAndCompared(std::vector<double> times_us, const ErrorStats& errors,

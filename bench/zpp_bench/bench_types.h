@@ -18,12 +18,16 @@ namespace zpp::bench {
 // zero++'s techniques with ZPP_TUNE=auto: the tuner calibrates each communicator and chooses per
 // call among them and NCCL (the table's "plan" column says what it chose).
 inline constexpr std::string_view kAutoMode = "auto";
+// Plain NCCL's calls made through zpp's exported hooks (libzpp.so beside zpp-bench, every
+// technique off): the interposer's own cost against "plain" (the nccl backend; issue 45).
+inline constexpr std::string_view kPassThroughMode = "passthrough";
 
 struct CollectiveCase {
   plan::CollectiveOp op = plan::CollectiveOp::kAllGather;
   std::string mode;  // step::ModeName of the settings
   plan::Settings settings;
   bool tune = false;  // mode "auto": zero++'s techniques with ZPP_TUNE=auto choosing per call
+  bool through_zpp = false;  // mode "passthrough"
   ncclDataType_t dtype = ncclBfloat16;
   // Elements per rank: sendcount (all-gather), recvcount (reduce-scatter), count (all-reduce).
   uint64_t count = 0;
@@ -42,6 +46,7 @@ struct Measurement {
   double max_abs_err = 0;
   std::optional<uint64_t> wrong;  // outputs off the reference, for lossless plans only
   std::string plan;               // the plan the engine chose (PlanKindName)
+  std::optional<double> host_us;  // the median host time of making the call (the nccl runner)
   // Kernels and collectives one call enqueued on rank 0 (the mean over the calls), where the
   // runner counts them (the sim runner does).
   std::optional<double> kernel_launches;

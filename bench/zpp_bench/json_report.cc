@@ -31,6 +31,7 @@ nlohmann::json RowJson(const Row& row) {
   // null where the plan is lossy: #wrong is defined for lossless plans only.
   json["wrong"] = m.wrong ? nlohmann::json(*m.wrong) : nlohmann::json(nullptr);
   // Launches per call: what the plan costs in kernel launches, whatever the cluster's size.
+  json["host_us"] = m.host_us ? nlohmann::json(*m.host_us) : nlohmann::json(nullptr);
   json["kernel_launches"] =
       m.kernel_launches ? nlohmann::json(*m.kernel_launches) : nlohmann::json(nullptr);
   json["collective_launches"] =

@@ -1,6 +1,7 @@
 #include "bench/zpp_bench/nccl_runner.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,15 +29,30 @@
 namespace zpp::bench {
 namespace {
 
-// Rank 0 makes the id and publishes it as a file; the others wait for it.
-Result ShareId(const NcclRunnerOptions& options, ncclUniqueId* id) {
-  const std::string path = (std::filesystem::path(options.dir) / "zpp_bench_nccl_id").string();
+// Rank 0 makes the id and publishes it as the file `name`; the others wait for it.
+Result ShareId(const NcclRunnerOptions& options, const char* name, ncclUniqueId* id) {
+  const std::string path = (std::filesystem::path(options.dir) / name).string();
   const auto bytes = std::as_writable_bytes(std::span(id, 1));
   if (options.rank == 0) {
     ZPP_CHECK(ncclGetUniqueId(id));
     return PublishFile(path, bytes);
   }
   return AwaitFile(path, bytes, std::chrono::seconds(120));
+}
+
+// libzpp.so beside this binary (BUILD/bin/../lib), whose exported nccl* hooks mode
+// "passthrough" calls.
+std::string ZppLibraryPath() {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  return (exe.parent_path().parent_path() / "lib" / "libzpp.so").string();
+}
+
+// The real NCCL's table with the calls mode "passthrough" makes taken from zpp's hooks.
+template <typename Function>
+bool TakeHook(void* zpp, const char* name, Function* member) {
+  *member = reinterpret_cast<Function>(dlsym(zpp, name));
+  return *member != nullptr;
 }
 
 // A device buffer for the length of one case.
@@ -50,6 +66,7 @@ class NcclRunner final : public CollectiveRunner {
   explicit NcclRunner(const NcclRunnerOptions& options) : options_(options) {}
   ~NcclRunner() override {
     zpp_.clear();
+    if (hooked_comm_ != nullptr) hooked_.CommDestroy(hooked_comm_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -68,7 +85,7 @@ class NcclRunner final : public CollectiveRunner {
     // One GPU for all ranks (NCCL_HOSTID per rank), or one per local rank.
     ZPP_CUDA_CHECK(cudaSetDevice(devices == 1 ? 0 : options_.rank % devices));
     ncclUniqueId id{};
-    ZPP_CHECK(ShareId(options_, &id));
+    ZPP_CHECK(ShareId(options_, "zpp_bench_nccl_id", &id));
     ZPP_CHECK(nccl_.CommInitRank(&comm_, options_.ranks, id, options_.rank));
     ZPP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ZPP_CUDA_CHECK(cudaEventCreate(&start_));
@@ -100,7 +117,15 @@ class NcclRunner final : public CollectiveRunner {
   Result Run(const CollectiveCase& what, Measurement* out) override;
 
  private:
+  // The NCCL a case calls, and on which communicator.
+  struct Route {
+    const NcclFunctions* nccl;
+    ncclComm_t comm;
+  };
   Result CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out);
+  // Mode "passthrough": a communicator made through zpp's hooks, on first use (every rank runs
+  // the same cases, so every rank makes it at the same case).
+  Result ThroughZpp(Route* out);
   Result Call(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
               const void* in, void* out, plan::Plan* ran = nullptr);
   // ZPP_TUNE=auto: the trials, before the measured calls, as the plugin runs them: each step
@@ -116,7 +141,31 @@ class NcclRunner final : public CollectiveRunner {
   StatsCounters stats_;
   std::map<std::string, std::unique_ptr<ZppCommunicator>> zpp_;  // by mode
   std::map<std::string, std::shared_ptr<uint64_t>> epochs_;      // each mode's step epoch
+  NcclFunctions hooked_;                                         // mode "passthrough"
+  ncclComm_t hooked_comm_ = nullptr;
+  Route route_{&nccl_, nullptr};  // the case's, set by Run
 };
+
+Result NcclRunner::ThroughZpp(Route* out) {
+  if (hooked_comm_ == nullptr) {
+    const std::string path = ZppLibraryPath();
+    void* zpp = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept: zpp's state lives in it
+    ZPP_CHECK_ARG(zpp != nullptr, "zpp-bench: mode passthrough needs %s: %s", path.c_str(),
+                  dlerror());
+    hooked_ = nccl_;
+    ZPP_CHECK_ARG(TakeHook(zpp, "ncclCommInitRank", &hooked_.CommInitRank) &&
+                      TakeHook(zpp, "ncclCommDestroy", &hooked_.CommDestroy) &&
+                      TakeHook(zpp, "ncclAllGather", &hooked_.AllGather) &&
+                      TakeHook(zpp, "ncclReduceScatter", &hooked_.ReduceScatter) &&
+                      TakeHook(zpp, "ncclAllReduce", &hooked_.AllReduce),
+                  "zpp-bench: %s lacks an nccl* hook", path.c_str());
+    ncclUniqueId id{};
+    ZPP_CHECK(ShareId(options_, "zpp_bench_nccl_id_through_zpp", &id));
+    ZPP_CHECK(hooked_.CommInitRank(&hooked_comm_, options_.ranks, id, options_.rank));
+  }
+  *out = {&hooked_, hooked_comm_};
+  return ncclSuccess;
+}
 
 Result NcclRunner::CommunicatorFor(const CollectiveCase& what, ZppCommunicator** out) {
   auto found = zpp_.find(what.mode);
@@ -163,16 +212,18 @@ Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const 
   const bool nccl = zpp == nullptr || plan.kind == plan::PlanKind::kPassThrough;
   switch (what.op) {  // NCCL's call where the plugin would forward it
     case plan::CollectiveOp::kAllGather:
-      return nccl ? nccl_.AllGather(in, out, what.count, what.dtype, comm_, stream_)
+      return nccl ? route_.nccl->AllGather(in, out, what.count, what.dtype, route_.comm, stream_)
                   : zpp->AllGather(plan, {in, out, what.count, what.dtype}, stream_, ran);
     case plan::CollectiveOp::kReduceScatter:
-      return nccl ? nccl_.ReduceScatter(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
+      return nccl ? route_.nccl->ReduceScatter(in, out, what.count, what.dtype, ncclSum,
+                                               route_.comm, stream_)
                   : zpp->ReduceScatter(
                         plan,
                         {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
                         stream_, ran);
     case plan::CollectiveOp::kAllReduce:
-      return nccl ? nccl_.AllReduce(in, out, what.count, what.dtype, ncclSum, comm_, stream_)
+      return nccl ? route_.nccl->AllReduce(in, out, what.count, what.dtype, ncclSum, route_.comm,
+                                           stream_)
                   : zpp->AllReduce(
                         plan,
                         {in, out, what.count, what.dtype, plan::Reduction::kSum, 1.0f, nullptr},
@@ -191,7 +242,10 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int nodes = n / std::max(1, options_.local_size);
   ZppCommunicator* zpp = nullptr;
   plan::Plan plan = PlainPlan(what, nodes, options_.local_size);
-  if (what.mode != "plain") {
+  route_ = {&nccl_, comm_};
+  if (what.through_zpp) {
+    ZPP_CHECK(ThroughZpp(&route_));
+  } else if (what.mode != "plain") {
     ZPP_CHECK(CommunicatorFor(what, &zpp));
   }
 
@@ -209,10 +263,14 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
 
   zppStats_t before{};
   stats_.Snapshot(&before);
-  std::vector<double> times_us;
+  std::vector<double> times_us, host_us;
   for (int call = 0; call < what.warmup + what.iterations; ++call) {
     ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    const auto host_start = std::chrono::steady_clock::now();
     ZPP_CHECK(Call(what, zpp, plan, input.data(), output.data()));
+    const std::chrono::duration<double, std::micro> enqueue =
+        std::chrono::steady_clock::now() - host_start;
+    if (call >= what.warmup) host_us.push_back(enqueue.count());
     ZPP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     ZPP_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0;
@@ -238,6 +296,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   errors.Merge(part);
 
   Measurement m = TimedAndCompared(std::move(times_us), errors, plan, what.op);
+  m.host_us = Median(std::move(host_us));
   SetPredictedBytes(plan, what, nodes, options_.local_size, &m);
   // Launches per call, as the sim counts them (its rows and these compare): a call NCCL runs is
   // one collective; zpp's plans count theirs in the stats, per path.

@@ -86,6 +86,8 @@ Result SimRunner::Run(const CollectiveCase& what, Measurement* out) {
   const plan::Shape shape = sim::ShapeOf(layout_);
   const int calls = what.warmup + what.iterations;
   ZPP_CHECK_ARG(what.iterations > 0 && what.warmup >= 0, "iterations must be > 0, warm-up >= 0");
+  ZPP_CHECK_ARG(!what.through_zpp,
+                "zpp-bench: mode passthrough measures zpp's NCCL hooks: it needs --backend nccl");
 
   sim::SimWorld world(layout_);
   std::vector<double> times_us;

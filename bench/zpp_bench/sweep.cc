@@ -42,7 +42,8 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
       for (const std::string& mode : options.modes) {
         plan::Settings settings = options.base;
         const bool tune = mode == kAutoMode;
-        ZPP_CHECK(step::ParseMode(tune ? "zero++" : mode, &settings));
+        const bool through_zpp = mode == kPassThroughMode;
+        ZPP_CHECK(step::ParseMode(tune ? "zero++" : through_zpp ? "plain" : mode, &settings));
         if (!ModeApplies(settings, op)) continue;
         for (uint64_t size : SweepSizes(options)) {
           // nccl-tests' size is the whole buffer: n pieces of a gather or scatter, one all-reduce.
@@ -51,9 +52,12 @@ Result RunSweep(const SweepOptions& options, CollectiveRunner& runner,
           if (count == 0) continue;
           Row row;
           row.what.op = op;
-          row.what.mode = tune ? std::string(kAutoMode) : step::ModeName(settings);
+          row.what.mode = tune          ? std::string(kAutoMode)
+                          : through_zpp ? std::string(kPassThroughMode)
+                                        : step::ModeName(settings);
           row.what.settings = settings;
           row.what.tune = tune;
+          row.what.through_zpp = through_zpp;
           row.what.dtype = dtype;
           row.what.count = count;
           row.what.warmup = options.warmup;

@@ -267,6 +267,16 @@ TEST(BenchCliTest, ProjectionIsLabelledAndFavoursZeroPlusPlusOnASlowNetwork) {
   EXPECT_NEAR(total, comm + codec, 0.11);
 }
 
+// The interposer's cost is measured through zpp's hooks on NCCL: the sim has neither.
+TEST(BenchCliTest, PassThroughModeNeedsTheNcclBackend) {
+  const Command run =
+      RunCommand(std::string(ZPP_BENCH_BINARY) + " --modes plain,passthrough -b 1M -e 1M");
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("passthrough measures zpp's NCCL hooks: it needs --backend nccl"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST(BenchCliTest, BadArgumentsFail) {
   for (const char* args : {"--modes qwz3", "-b 12Q", "--ops broadcast", "--racks 3"}) {
     const Command run = RunCommand(std::string(ZPP_BENCH_BINARY) + " " + args);

@@ -39,6 +39,7 @@ class DryRunTest(unittest.TestCase):
         self.assertRegex(out, r"ZPP_BENCH_MODES=plain\\,qar8\\,qar4\+ef")
         self.assertIn("ZPP_DEBUG_SUBSYS=TUNE", out)
         self.assertIn("ip netns", out)
+        self.assertRegex(out, r"ZPP_BENCH_MODES=plain\\,passthrough")
 
     def test_every_part_prints_its_commands(self):
         code, out = dry_run(BUILD)
