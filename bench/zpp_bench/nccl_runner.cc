@@ -131,6 +131,11 @@ class NcclRunner final : public CollectiveRunner {
   // ZPP_TUNE=auto: the trials, before the measured calls, as the plugin runs them: each step
   // epoch a few calls, each planned after the tuner's advance and timed.
   Result RunTrials(const CollectiveCase& what, ZppCommunicator* zpp, const void* in, void* out);
+  // The case's calls: per timed call, its device time (CUDA events) and the host time of making
+  // it.
+  Result TimeCalls(const CollectiveCase& what, ZppCommunicator* zpp, const plan::Plan& plan,
+                   const void* in, void* out, std::vector<double>* device_us,
+                   std::vector<double>* host_us);
 
   const NcclRunnerOptions options_;
   NcclFunctions nccl_;
@@ -232,6 +237,26 @@ Result NcclRunner::Call(const CollectiveCase& what, ZppCommunicator* zpp, const 
   return ncclInvalidArgument;
 }
 
+Result NcclRunner::TimeCalls(const CollectiveCase& what, ZppCommunicator* zpp,
+                             const plan::Plan& plan, const void* in, void* out,
+                             std::vector<double>* device_us, std::vector<double>* host_us) {
+  for (int call = 0; call < what.warmup + what.iterations; ++call) {
+    ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    const auto host_start = std::chrono::steady_clock::now();
+    ZPP_CHECK(Call(what, zpp, plan, in, out));
+    const std::chrono::duration<double, std::micro> enqueue =
+        std::chrono::steady_clock::now() - host_start;
+    ZPP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    ZPP_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    ZPP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    if (call < what.warmup) continue;
+    host_us->push_back(enqueue.count());
+    device_us->push_back(1000.0 * ms);
+  }
+  return ncclSuccess;
+}
+
 Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   const int n = options_.ranks;
   const size_t element = NcclTypeBytes(what.dtype);
@@ -264,19 +289,7 @@ Result NcclRunner::Run(const CollectiveCase& what, Measurement* out) {
   zppStats_t before{};
   stats_.Snapshot(&before);
   std::vector<double> times_us, host_us;
-  for (int call = 0; call < what.warmup + what.iterations; ++call) {
-    ZPP_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    const auto host_start = std::chrono::steady_clock::now();
-    ZPP_CHECK(Call(what, zpp, plan, input.data(), output.data()));
-    const std::chrono::duration<double, std::micro> enqueue =
-        std::chrono::steady_clock::now() - host_start;
-    if (call >= what.warmup) host_us.push_back(enqueue.count());
-    ZPP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    ZPP_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    ZPP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    if (call >= what.warmup) times_us.push_back(1000.0 * ms);
-  }
+  ZPP_CHECK(TimeCalls(what, zpp, plan, input.data(), output.data(), &times_us, &host_us));
 
   // This rank's output of the last call against the fp64 reference.
   ZPP_CUDA_CHECK(
