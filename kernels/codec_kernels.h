@@ -16,8 +16,8 @@
 #include <span>
 #include <string>
 
-#include "codec/views.h"
 #include "kernels/math/codec_params.h"
+#include "kernels/math/views.h"
 #include "log/check.h"
 
 namespace zpp::codec::gpu {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "codec/views.h"
+#include "kernels/math/views.h"
 #include "log/check.h"
 
 namespace zpp::codec::gpu {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "codec/batch.h"
-#include "codec/views.h"
 #include "kernels/math/codec_params.h"
 #include "kernels/math/hpz_select_math.h"
+#include "kernels/math/views.h"
 #include "log/check.h"
 
 namespace zpp {

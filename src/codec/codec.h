@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <span>
 
-#include "codec/views.h"
 #include "kernels/math/codec_params.h"
+#include "kernels/math/views.h"
 #include "log/check.h"
 
 namespace zpp::codec {

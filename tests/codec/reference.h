@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "codec/views.h"
 #include "kernels/math/codec_params.h"
+#include "kernels/math/views.h"
 
 namespace zpp::codec::testing {
 

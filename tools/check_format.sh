@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
-if ((${#files[@]} == 0)); then echo "check-format: no files"; exit 1; fi
+if ((${#files[@]} == 0)); then echo "check_format: no files"; exit 1; fi
 clang-format --dry-run -Werror "${files[@]}"
-echo "check-format: ${#files[@]} files formatted"
+echo "check_format: ${#files[@]} files formatted"
