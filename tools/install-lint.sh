@@ -13,9 +13,12 @@ CUOBJDUMP_VERSION=13.2.51  # reads the sm_80 and sm_90 code that nvcc 13.0 makes
 venv=${ZPP_LINT_VENV:-/opt/zpp/venv-lint-$LIZARD_VERSION-$CUOBJDUMP_VERSION}
 stamp="$venv/.zpp-complete"
 
+mkdir -p "$(dirname "$venv")"
+# make test runs several checks at once that need the environment: one installs, the others wait.
+exec 9>"$venv.lock"
+flock 9
 if [[ ! -f $stamp ]]; then
   rm -rf "$venv"  # a half-made environment (an interrupted install) is made again
-  mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check "lizard==$LIZARD_VERSION" \
     "nvidia-cuda-cuobjdump==$CUOBJDUMP_VERSION" "nvidia-cuda-nvdisasm==$CUOBJDUMP_VERSION" >&2
