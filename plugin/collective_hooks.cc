@@ -65,7 +65,7 @@ ncclResult_t UnknownComm(ncclComm_t comm, const char* function, Forward&& forwar
   return forward();
 }
 
-// What both hooks do once they know the call's communicator: pass through with the reason
+// What every hook does once it knows the call's communicator: pass through with the reason
 // counted, wait for the group's end, or run zpp's plan. The plan is made here, once.
 template <typename Args, typename Forward>
 ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args, bool valid,
