@@ -100,7 +100,8 @@ ncclResult_t Intercept(const std::shared_ptr<CommState>& state, const Args& args
       return planned_pass_through(plan.reason);
     });
   }
-  if (zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);
+  // (A timed call is known not to be capturing.)
+  if (!timed && zpp::StreamCapturing(stream)) return planned_pass_through(zppReasonCapture);
   zpp::plugin::ZppCall call{state, std::move(zpp), plan, args, stream, forward};
   if (group.depth > 0) {
     group.deferred.push_back(std::move(call));

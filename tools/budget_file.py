@@ -54,8 +54,7 @@ def planted_shortfall_reported(found, budget, path, names):
     short = f"over its budget of {found[key][0] - 1} {names[0]}"
     if any(line.startswith(f"{key}:") and short in line
            for line in problems(found, planted, path, names)):
-        print(f"self-test: a budget one {names[0][:-1] if names[0].endswith('s') else names[0]} "
-              "short was reported")
+        print(f"self-test: a budget one short of {key}'s {names[0]} was reported")
         return True
     print(f"self-test: a budget one short for {key} was not reported")
     return False

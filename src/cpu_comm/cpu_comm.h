@@ -17,11 +17,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/backend_byte_all_gather.h"
 #include "engine/collective_args.h"
 #include "log/check.h"
 #include "stats/stats.h"

@@ -47,10 +47,8 @@ class ZppCommunicator {
   virtual Result AtCall() { return ncclSuccess; }
   // `run` enqueues one call on `stream`, zpp's plan or NCCL's where the table sent it there,
   // and reports the plan that ran; timed for the trials and the drift watch.
-  virtual Result Timed(const plan::Call& call, cudaStream_t stream,
+  virtual Result Timed(const plan::Call& /*call*/, cudaStream_t /*stream*/,
                        const std::function<Result(plan::Plan* ran)>& run) {
-    (void)call;
-    (void)stream;
     plan::Plan ran;
     return run(&ran);
   }

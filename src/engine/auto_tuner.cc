@@ -30,8 +30,7 @@ Result AutoTuner::Prepare() {
 }
 
 double AutoTuner::ExpectedUs(const plan::Call& call, const plan::Plan& ran) const {
-  const tune::Tuning* tuning = engine_.tuning();
-  if (tuning == nullptr) return 0;
+  const tune::Tuning* tuning = engine_.tuning();  // set while trials_ is: Timed times only then
   // After the trials, what the chosen candidate measured; before, the model's time.
   const double expected = tuning->table.ExpectedUs(call);
   return expected > 0 ? expected : costmodel::TimeOf(ran, call, tuning->model).total_us();

@@ -104,15 +104,17 @@ Result SimBackend::CreateStream(std::unique_ptr<Stream>* out) {
   return ncclSuccess;
 }
 
-Result SimBackend::CreateEvent(std::unique_ptr<Event>* out) {
+Result SimBackend::NewEvent(bool timing, std::unique_ptr<Event>* out) {
   if (event_creation_fails_) return ncclUnhandledCudaError;
-  *out = std::make_unique<SimEvent>();
+  *out = std::make_unique<SimEvent>(timing);
   return ncclSuccess;
 }
 
 Result SimBackend::RecordEvent(Event& event, Stream& stream) {
   if (order_) order_->Record(reinterpret_cast<uintptr_t>(&event), AsSim(stream).identity().handle);
-  AsSim(event).Record(AsSim(stream), call_clock_ ? std::optional(call_clock_()) : std::nullopt);
+  SimEvent& sim = AsSim(event);
+  sim.Record(AsSim(stream),
+             sim.timing() && call_clock_ ? std::optional(call_clock_()) : std::nullopt);
   return ncclSuccess;
 }
 

@@ -36,7 +36,7 @@ class SimBackend final : public Backend {
   // which the limit below leaves out.
   Result AllocateHostVisible(size_t bytes, std::unique_ptr<DeviceMemory>* out) override;
   Result CreateStream(std::unique_ptr<Stream>* out) override;
-  Result CreateEvent(std::unique_ptr<Event>* out) override;
+  Result CreateEvent(std::unique_ptr<Event>* out) override { return NewEvent(false, out); }
   Result RecordEvent(Event& event, Stream& stream) override;
   Result StreamWaitEvent(Stream& stream, Event& event) override;
   Result Memcpy(void* dst, const void* src, size_t bytes, Stream& stream) override;
@@ -51,7 +51,7 @@ class SimBackend final : public Backend {
   Result CopyFromHost(void* dst, const void* src, size_t bytes, Stream& stream) override;
   Result ReadAfter(Event& event, void* host_dst, const void* src, size_t bytes) override;
   Result EventReached(Event& event, bool* reached) override;
-  Result CreateTimingEvent(std::unique_ptr<Event>* out) override { return CreateEvent(out); }
+  Result CreateTimingEvent(std::unique_ptr<Event>* out) override { return NewEvent(true, out); }
   // Counted as a host synchronization.
   Result ElapsedUs(Event& start, Event& stop, double* us) override;
   Result TimeWork(Stream& stream, const std::function<Result()>& enqueue, double* seconds) override;
@@ -103,8 +103,8 @@ class SimBackend final : public Backend {
   void SetHostAllocationFailsForTesting(bool fails) { host_allocation_fails_ = fails; }
   // From now on CreateEvent fails (CUDA: out of driver resources).
   void SetEventCreationFailsForTesting(bool fails) { event_creation_fails_ = fails; }
-  // Tests: from now on an event keeps the time `clock_us` gives when it is recorded, instead of
-  // the time the stream reaches it (injected call times, deterministic).
+  // Tests: from now on a timing event keeps the time `clock_us` gives when it is recorded,
+  // instead of the time the stream reaches it (injected call times, deterministic).
   void SetCallClockForTesting(std::function<double()> clock_us) {
     call_clock_ = std::move(clock_us);
   }
@@ -153,6 +153,7 @@ class SimBackend final : public Backend {
   std::atomic<bool> host_allocation_fails_{false};
   std::atomic<bool> event_creation_fails_{false};
   std::function<double()> call_clock_;  // SetCallClockForTesting
+  Result NewEvent(bool timing, std::unique_ptr<Event>* out);
   std::unique_ptr<StreamOrderChecker> order_;
   // Declares an operation's memory to the order checker, when on (nothing is built when off:
   // the CPU backend's collective path runs through here).

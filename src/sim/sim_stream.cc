@@ -48,7 +48,7 @@ void SimStream::Queue::Run() {
   }
 }
 
-SimEvent::SimEvent() : state_(std::make_shared<State>()) {}
+SimEvent::SimEvent(bool timing) : state_(std::make_shared<State>()), timing_(timing) {}
 
 void SimEvent::Record(SimStream& stream, std::optional<double> at_us) {
   uint64_t generation = 0;
@@ -57,12 +57,16 @@ void SimEvent::Record(SimStream& stream, std::optional<double> at_us) {
     generation = ++state_->recorded;
     state_->pending.insert(generation);
   }
-  stream.Enqueue([state = state_, generation, at_us] {
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  stream.Enqueue([state = state_, generation, at_us, timing = timing_] {
+    double now_us = 0;
+    if (timing) {
+      const auto now = std::chrono::steady_clock::now().time_since_epoch();
+      now_us = at_us ? *at_us : std::chrono::duration<double, std::micro>(now).count();
+    }
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       state->pending.erase(generation);
-      state->time_us = at_us ? *at_us : std::chrono::duration<double, std::micro>(now).count();
+      if (timing) state->time_us = now_us;
     }
     state->reached.notify_all();
   });

@@ -66,10 +66,12 @@ class SimStream final : public Stream {
 // blocks that stream (never the host) until the point of the latest Record before the wait.
 class SimEvent final : public Event {
  public:
-  SimEvent();
-  // `at_us`, when given, is the time the record keeps (a test's clock, SimBackend's
-  // SetCallClockForTesting); otherwise the steady clock's when the stream reaches it.
+  // `timing`: the event keeps when its latest record was reached (Backend::CreateTimingEvent).
+  explicit SimEvent(bool timing = false);
+  // A timing event keeps `at_us`, when given (a test's clock, SimBackend's
+  // SetCallClockForTesting), or else the steady clock's time when the stream reaches the record.
   void Record(SimStream& stream, std::optional<double> at_us = std::nullopt);
+  bool timing() const { return timing_; }
   void MakeStreamWait(SimStream& stream);
   // Blocks the calling host thread until the latest Record has been reached.
   void Synchronize();
@@ -91,6 +93,7 @@ class SimEvent final : public Event {
   // Shared with queued tasks, which may outlive the event (CUDA allows destroying an event
   // with work pending).
   std::shared_ptr<State> state_;
+  bool timing_ = false;
 };
 
 }  // namespace zpp::sim

@@ -17,9 +17,10 @@ SOURCE, BUILD = sys.argv[1], os.path.realpath(sys.argv[2])
 sys.path.insert(0, os.path.join(SOURCE, "tools"))
 import zpp_stats_check  # noqa: E402
 
-PARTS = ["probe", "codec", "codec-mem", "plugin", "memcheck", "racecheck", "fsdp", "hpz-loops",
-         "ddp", "deepspeed", "deepspeed-own", "bench", "allreduce-bench", "tune", "codec-bench",
-         "speed"]
+# The script's own list of parts (its all_parts), so that its header and its sections are
+# checked against it.
+with open(os.path.join(SOURCE, "tools", "gpu-check.sh")) as script_text:
+    PARTS = re.search(r'^all_parts="([^"]+)"', script_text.read(), re.M).group(1).split()
 
 
 def dry_run(*args, cwd=SOURCE, env=None):
