@@ -228,18 +228,12 @@ def report_final(args, lines):
             print("zpp not loaded")
 
 
-def main():
-    args = parse()
-    rank = int(os.environ["RANK"])
-    if args.one_gpu:
-        os.environ["NCCL_HOSTID"] = f"zpp-fsdp-host{rank}"  # before NCCL starts
+def train(args, rank, device, world):
+    """The steps, the per-rank files and the checkpoint; returns rank 0's last lines' inputs."""
     import torch
     import torch.distributed as dist
 
-    device = init_distributed(args)
-    world = dist.get_world_size()
     torch.manual_seed(args.seed)
-
     model = gpt_text.Gpt(args.layers, args.width, args.heads, args.seq).to(device)
     if args.parallel == "ddp" and rank == 0:
         # DDP's construction broadcasts the module's state from rank 0: bytes that no collective
@@ -278,14 +272,33 @@ def main():
     if args.checkpoint:
         count = save_and_load_checkpoint(model, optimizer, args.checkpoint)
         print(f"rank {rank}: checkpoint saved and loaded, {count} parameters equal")
+    return parameters, lines
+
+
+def main():
+    args = parse()
+    rank = int(os.environ["RANK"])
+    if args.one_gpu:
+        os.environ["NCCL_HOSTID"] = f"zpp-fsdp-host{rank}"  # before NCCL starts
+    import gc
+
+    import torch.distributed as dist
+
+    device = init_distributed(args)
+    parameters, lines = train(args, rank, device, dist.get_world_size())
     if rank == 0:
         print(f"parameters {parameters}, ", end="")
         report_final(args, lines)
-    # Every rank done before any tears its connections down: gloo's teardown while a peer still
-    # uses them aborted a rank at exit ("terminate called without an active exception", seen
-    # once in `make test` under load, in the gloo reference run).
+    # The wrapped model holds the process group (DDP's reducer, FSDP2's states) in reference
+    # cycles: left to the interpreter's exit, gloo's worker threads were torn down during
+    # finalization and a rank aborted ("terminate called without an active exception", twice in
+    # `make test`'s gloo reference run, once after a barrier). Collected here, while the
+    # interpreter is whole, after every rank is done with its connections.
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
+    gc.collect()
+
 
 if __name__ == "__main__":
     main()
