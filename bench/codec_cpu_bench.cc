@@ -9,8 +9,8 @@
 
 #include "checked_reporter.h"
 #include "codec/codec.h"
-#include "common/nccl_types.h"
 #include "kernels/math/codec_math.h"
+#include "kernels/math/nccl_types.h"
 
 namespace zpp::codec {
 namespace {

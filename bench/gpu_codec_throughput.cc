@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "codec/codec.h"
-#include "kernels/codec_kernels.h"
+#include "codec_gpu/codec_gpu.h"
 
 namespace {
 

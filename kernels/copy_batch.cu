@@ -1,7 +1,6 @@
 // A batch of equal-sized copies in one launch (hpZ's unquantized intra-node placement): a 2-D
 // grid, x over the 16-byte words of one item and y over the items (codec::BatchMap). An item
 // whose source and destination are both 16-byte aligned moves words; any other moves bytes.
-#include "codec/batch.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
@@ -32,19 +31,17 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
-Result CopyBatch(std::span<const std::byte> src, std::span<std::byte> dst, size_t bytes,
-                 const BatchMap& map, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::CopyBatch";
-  ZPP_CHECK(CheckCopyBatch(kApi, src, dst, bytes, map));
-  if (bytes == 0 || map.items() == 0) return ncclSuccess;
+cudaError_t LaunchCopyBatch(const std::byte* src, std::byte* dst, size_t bytes, const BatchMap& map,
+                            cudaStream_t stream) {
+  if (bytes == 0 || map.items() == 0) return cudaSuccess;
   const int threads = 256;
   const uint64_t words = (bytes + 15) / 16;
   const dim3 grid(static_cast<unsigned>((words + threads - 1) / threads),
                   detail::RowsFor(map.items()));
-  CopyBatchKernel<<<grid, threads, 0, stream>>>(reinterpret_cast<const uint8_t*>(src.data()),
-                                                reinterpret_cast<uint8_t*>(dst.data()), bytes,
+  CopyBatchKernel<<<grid, threads, 0, stream>>>(reinterpret_cast<const uint8_t*>(src),
+                                                reinterpret_cast<uint8_t*>(dst), bytes,
                                                 BatchPlaces::Of(map));
-  return detail::CheckLaunch(kApi);
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -4,10 +4,7 @@
 // others' are). Places come by formula (codec::BatchMap: one launch for any number of pieces)
 // or, for the list form, as kernel arguments in launches of 128.
 #include <algorithm>
-#include <string>
 
-#include "codec/batch.h"
-#include "codec/validate.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"
@@ -15,6 +12,7 @@
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/math/batch_places.h"
+#include "kernels/math/nccl_types.h"
 
 namespace zpp::codec::gpu {
 namespace {
@@ -50,7 +48,7 @@ template <ncclDataType_t kDtype, int kBits, typename Places>
 __global__ void __launch_bounds__(256)
     DequantizeKernel(Places places, device::PieceGeometry geometry, bool rotate,
                      void* __restrict__ output) {
-  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
+  constexpr uint64_t kElement = NcclTypeBytes(kDtype);
   const uint64_t first = device::ChunkFirstElement();
   const uint32_t items = places.items();
   for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
@@ -72,8 +70,8 @@ __global__ void __launch_bounds__(256)
 }
 
 template <typename Places>
-Result Launch(const char* api, const Places& places, uint64_t items, size_t count,
-              const Format& format, TensorView output, cudaStream_t stream) {
+cudaError_t Launch(const Places& places, uint64_t items, size_t count, const Format& format,
+                   TensorView output, cudaStream_t stream) {
   const int threads = 256;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
@@ -83,35 +81,21 @@ Result Launch(const char* api, const Places& places, uint64_t items, size_t coun
           <<<grid, threads, 0, stream>>>(places, geometry, format.rotate, output.data);
     });
   });
-  return detail::CheckLaunch(api);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-Result DequantizeBatch(std::span<const std::byte> pieces, size_t count, const BatchMap& map,
-                       const Format& format, TensorView output, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeBatch";
-  ZPP_CHECK(CheckDequantizeBatch(kApi, pieces, count, map, format, output));
-  if (count == 0 || map.items() == 0) return ncclSuccess;
-  const PieceMap places{reinterpret_cast<const uint8_t*>(pieces.data()), BatchPlaces::Of(map)};
-  return Launch(kApi, places, map.items(), count, format, output, stream);
+cudaError_t LaunchDequantizeBatch(const std::byte* pieces, size_t count, const BatchMap& map,
+                                  const Format& format, TensorView output, cudaStream_t stream) {
+  if (count == 0 || map.items() == 0) return cudaSuccess;
+  const PieceMap places{reinterpret_cast<const uint8_t*>(pieces), BatchPlaces::Of(map)};
+  return Launch(places, map.items(), count, format, output, stream);
 }
 
-Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
-                  TensorView output, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::Dequantize";
-  ZPP_CHECK(CheckFormat(kApi, output.dtype, format));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK(CheckCount(kApi, count));
-  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const std::string name = "pieces[" + std::to_string(i) + "]";
-    ZPP_CHECK(CheckPiece(kApi, name.c_str(), pieces[i].bytes.data(), pieces[i].bytes.size(),
-                         geometry.scale_bytes + geometry.payload_bytes));
-    ZPP_CHECK(CheckPlacement(kApi, i, pieces[i].output_offset, count, output.count));
-  }
-  if (count == 0 || pieces.empty()) return ncclSuccess;
-
+cudaError_t LaunchDequantize(std::span<const PlacedPiece> pieces, size_t count,
+                             const Format& format, TensorView output, cudaStream_t stream) {
+  if (count == 0 || pieces.empty()) return cudaSuccess;
   for (size_t start = 0; start < pieces.size(); start += kPiecesPerLaunch) {
     const size_t n = std::min(kPiecesPerLaunch, pieces.size() - start);
     PieceList list{};
@@ -120,9 +104,10 @@ Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Forma
       list.piece[i] = reinterpret_cast<const uint8_t*>(pieces[start + i].bytes.data());
       list.output_offset[i] = pieces[start + i].output_offset;
     }
-    ZPP_CHECK(Launch(kApi, list, n, count, format, output, stream));
+    const cudaError_t error = Launch(list, n, count, format, output, stream);
+    if (error != cudaSuccess) return error;
   }
-  return ncclSuccess;
+  return cudaSuccess;
 }
 
 namespace detail {

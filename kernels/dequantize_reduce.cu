@@ -2,13 +2,13 @@
 // sums of a batch; each thread sums its chunk over the sum's k pieces, rotates the sum back with
 // its run's lanes, and stores it narrowed to the output dtype (16-byte vectors where that sum's
 // place is aligned).
-#include "codec/batch.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
+#include "kernels/math/nccl_types.h"
 #include "kernels/reduce_launch.h"
 
 namespace zpp::codec::gpu {
@@ -18,7 +18,7 @@ template <ncclDataType_t kDtype, int kBits, typename Pieces>
 __global__ void __launch_bounds__(256)
     DequantizeReduceKernel(Pieces pieces, uint32_t items, int k, device::PieceGeometry geometry,
                            bool rotate, float scale_after_sum, void* __restrict__ output) {
-  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
+  constexpr uint64_t kElement = NcclTypeBytes(kDtype);
   const uint64_t first = device::ChunkFirstElement();
   for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
     float sum[device::kChunk];
@@ -36,9 +36,9 @@ __global__ void __launch_bounds__(256)
 }
 
 template <typename Pieces>
-Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size_t count,
-              const Format& format, float scale_after_sum, TensorView output, cudaStream_t stream) {
-  if (count == 0) return ncclSuccess;
+cudaError_t Launch(const Pieces& pieces, uint32_t items, int k, size_t count, const Format& format,
+                   float scale_after_sum, TensorView output, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
   const int threads = 256;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
@@ -49,32 +49,24 @@ Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size
                                          output.data);
     });
   });
-  return detail::CheckLaunch(api);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size_t count,
-                        const Format& format, float scale_after_sum, TensorView output,
-                        cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeReduce";
-  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
-  ZPP_CHECK(detail::CheckReduceInputs(kApi, pieces, count, format, scale_after_sum, geometry));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
-                kApi, output.count, count);
-  return Launch(kApi, detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count,
-                format, scale_after_sum, output, stream);
+cudaError_t LaunchDequantizeReduce(std::span<const std::span<const std::byte>> pieces, size_t count,
+                                   const Format& format, float scale_after_sum, TensorView output,
+                                   cudaStream_t stream) {
+  return Launch(detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count, format,
+                scale_after_sum, output, stream);
 }
 
-Result DequantizeReduceBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
-                             size_t count, const Format& format, float scale_after_sum,
-                             TensorView output, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeReduceBatch";
-  ZPP_CHECK(CheckReduceBatchInto(kApi, pieces, batch, count, format, scale_after_sum, output));
-  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
-  return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
-                scale_after_sum, output, stream);
+cudaError_t LaunchDequantizeReduceBatch(const std::byte* pieces, const ReduceBatch& batch,
+                                        size_t count, const Format& format, float scale_after_sum,
+                                        TensorView output, cudaStream_t stream) {
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces), batch};
+  return Launch(strided, batch.items, static_cast<int>(batch.terms), count, format, scale_after_sum,
+                output, stream);
 }
 
 namespace detail {

@@ -2,7 +2,6 @@
 // a sum and y over the sums of a batch; each thread sums its chunk over the sum's k pieces,
 // changes domain only if the two formats differ in rotation, and encodes the sum with the lanes
 // of its output block into the sum's output piece.
-#include "codec/batch.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/sum_chunk.cuh"
@@ -87,10 +86,10 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
 }
 
 template <typename Pieces>
-Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size_t count,
-              const Format& format, float scale_after_sum, const Format& out_format,
-              const Rounding& rounding, std::byte* out_pieces, cudaStream_t stream) {
-  if (count == 0) return ncclSuccess;
+cudaError_t Launch(const Pieces& pieces, uint32_t items, int k, size_t count, const Format& format,
+                   float scale_after_sum, const Format& out_format, const Rounding& rounding,
+                   std::byte* out_pieces, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
   const int threads = detail::ThreadsFor(out_format.block);
@@ -104,72 +103,44 @@ Result Launch(const char* api, const Pieces& pieces, uint32_t items, int k, size
                                          out_geometry, out_format.rotate, stream_of_bits, out);
     });
   });
-  return detail::CheckLaunch(api);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pieces, size_t count,
-                                  const Format& format, float scale_after_sum,
-                                  const Format& out_format, const Rounding& rounding,
-                                  std::span<std::byte> out_piece, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantize";
+cudaError_t LaunchDequantizeReduceRequantize(std::span<const std::span<const std::byte>> pieces,
+                                             size_t count, const Format& format,
+                                             float scale_after_sum, const Format& out_format,
+                                             const Rounding& rounding, std::byte* out_piece,
+                                             cudaStream_t stream) {
+  return Launch(detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count, format,
+                scale_after_sum, out_format, rounding, out_piece, stream);
+}
+
+cudaError_t LaunchDequantizeReduceRequantizeBatch(const std::byte* pieces, const ReduceBatch& batch,
+                                                  size_t count, const Format& format,
+                                                  float scale_after_sum, const Format& out_format,
+                                                  const Rounding& rounding, std::byte* out_pieces,
+                                                  cudaStream_t stream) {
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces), batch};
+  return Launch(strided, batch.items, static_cast<int>(batch.terms), count, format, scale_after_sum,
+                out_format, rounding, out_pieces, stream);
+}
+
+cudaError_t LaunchDequantizeReduceRequantizeFeedbackBatch(
+    const std::byte* pieces, const ReduceBatch& batch, size_t count, const Format& format,
+    const Format& out_format, const Rounding& rounding, std::byte* out_pieces,
+    const Format& residual_format, bool residual_valid, std::byte* residuals, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
-  ZPP_CHECK(detail::CheckReduceInputs(kApi, pieces, count, format, scale_after_sum, geometry));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
-  ZPP_CHECK(CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(),
-                       out_geometry.scale_bytes + out_geometry.payload_bytes));
-  return Launch(kApi, detail::PackReducePieces(pieces), 1, static_cast<int>(pieces.size()), count,
-                format, scale_after_sum, out_format, rounding, out_piece.data(), stream);
-}
-
-Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const ReduceBatch& batch,
-                                       size_t count, const Format& format, float scale_after_sum,
-                                       const Format& out_format, const Rounding& rounding,
-                                       std::span<std::byte> out_pieces, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       (out_geometry.scale_bytes + out_geometry.payload_bytes) * batch.items));
-  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
-  return Launch(kApi, strided, batch.items, static_cast<int>(batch.terms), count, format,
-                scale_after_sum, out_format, rounding, out_pieces.data(), stream);
-}
-
-Result DequantizeReduceRequantizeFeedbackBatch(
-    std::span<const std::byte> pieces, const ReduceBatch& batch, size_t count, const Format& format,
-    const Format& out_format, const Rounding& rounding, std::span<std::byte> out_pieces,
-    const Format& residual_format, bool residual_valid, std::span<std::byte> residuals,
-    cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeFeedbackBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, 1.0f));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
-  ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !residual_format.rotate,
-                "%s: error feedback takes unrotated formats" ZPP_BUG_REPORT, kApi);
-  // One thread block encodes a block of the output and of the residual alike.
-  ZPP_CHECK_ARG(
-      residual_format.bits == 8 && residual_format.block == out_format.block,
-      "%s: the residual is int8 in the output's block size (bits %d, block %d)" ZPP_BUG_REPORT,
-      kApi, residual_format.bits, residual_format.block);
   const device::PieceGeometry out_geometry = detail::GeometryOf(count, out_format);
   const device::PieceGeometry residual_geometry = detail::GeometryOf(count, residual_format);
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       (out_geometry.scale_bytes + out_geometry.payload_bytes) * batch.items));
-  ZPP_CHECK(
-      CheckPiece(kApi, "residuals", residuals.data(), residuals.size(),
-                 (residual_geometry.scale_bytes + residual_geometry.payload_bytes) * batch.items));
-  if (count == 0) return ncclSuccess;
-  const device::PieceGeometry geometry = detail::GeometryOf(count, format);
-  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces.data()), batch};
+  const device::StridedPieces strided{reinterpret_cast<const uint8_t*>(pieces), batch};
   const int threads = detail::ThreadsFor(out_format.block);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(batch.items));
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
-  auto* out = reinterpret_cast<uint8_t*>(out_pieces.data());
-  auto* kept = reinterpret_cast<uint8_t*>(residuals.data());
+  auto* out = reinterpret_cast<uint8_t*>(out_pieces);
+  auto* kept = reinterpret_cast<uint8_t*>(residuals);
   detail::WithBits(format.bits, [&](auto bits) {
     detail::WithBits(out_format.bits, [&](auto out_bits) {
       DequantizeReduceRequantizeFeedbackKernel<decltype(bits)::value, decltype(out_bits)::value>
@@ -178,7 +149,7 @@ Result DequantizeReduceRequantizeFeedbackBatch(
                                          residual_geometry, residual_valid, kept);
     });
   });
-  return detail::CheckLaunch(kApi);
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -1,5 +1,7 @@
 // A grid-stride element loop: the pre-multiplied reduce-scatter's scaling is memory-bound and
 // rare, so plain element access is enough.
+#include <cstring>
+
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/engine_kernels.h"
 #include "kernels/kernel_loading.h"
@@ -34,17 +36,10 @@ __global__ void CopySmallKernel(unsigned char* dst, SmallRecord record, uint32_t
   for (uint32_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = record.bytes[i];
 }
 
-bool FloatDtype(ncclDataType_t dtype) {
-  return dtype == ncclFloat32 || dtype == ncclFloat16 || dtype == ncclBfloat16;
-}
-
 }  // namespace
 
-Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
-  ZPP_CHECK_ARG(scalar != nullptr, "ScaleByDeviceScalar: NULL scalar" ZPP_BUG_REPORT);
-  ZPP_CHECK_ARG(FloatDtype(data.dtype), "ScaleByDeviceScalar: dtype %d" ZPP_BUG_REPORT,
-                static_cast<int>(data.dtype));
-  if (data.count == 0) return ncclSuccess;
+cudaError_t LaunchScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t stream) {
+  if (data.count == 0) return cudaSuccess;
   const unsigned grid = GridOf(data.count);
   switch (data.dtype) {
     case ncclFloat32:
@@ -57,19 +52,16 @@ Result ScaleByDeviceScalar(TensorView data, const void* scalar, cudaStream_t str
       ScaleKernel<ncclBfloat16><<<grid, kThreads, 0, stream>>>(data.data, data.count, scalar);
       break;
   }
-  return detail::CheckLaunch("ScaleByDeviceScalar");
+  return cudaGetLastError();
 }
 
-Result CopySmallFromHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ZPP_CHECK_ARG(bytes <= kSmallCopyBytes,
-                "CopySmallFromHost: %zu bytes (at most %zu)" ZPP_BUG_REPORT, bytes,
-                kSmallCopyBytes);
-  if (bytes == 0) return ncclSuccess;
+cudaError_t LaunchCopySmallFromHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
   SmallRecord record;
   memcpy(record.bytes, src, bytes);
   CopySmallKernel<<<1, 256, 0, stream>>>(static_cast<unsigned char*>(dst), record,
                                          static_cast<uint32_t>(bytes));
-  return detail::CheckLaunch("CopySmallFromHost");
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -1,6 +1,6 @@
 // The fingerprint: a grid-stride loop over 16-byte pairs of words, each thread summing its
 // words' hashes, a warp sum, then one 64-bit atomic add per warp. Wrapping addition commutes, so
-// the order the atomics land in cannot change the result (codec/math/fingerprint_math.h).
+// the order the atomics land in cannot change the result (kernels/math/fingerprint_math.h).
 #include <algorithm>
 #include <atomic>
 
@@ -122,29 +122,16 @@ bool LoadFingerprintKernels() {
 }
 }  // namespace detail
 
-Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, size_t item_stride,
-                        std::byte* out, size_t out_stride, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::FingerprintBatch";
-  ZPP_CHECK_ARG(out != nullptr || items == 0, "%s: out is null" ZPP_BUG_REPORT, kApi);
-  ZPP_CHECK_ARG(reinterpret_cast<uintptr_t>(out) % 8 == 0 && (items <= 1 || out_stride % 8 == 0),
-                "%s: fingerprints at %p every %zu bytes are not 8-byte aligned" ZPP_BUG_REPORT,
-                kApi, static_cast<void*>(out), out_stride);
-  ZPP_CHECK_ARG(items <= 1 || out_stride >= 8,
-                "%s: fingerprints every %zu bytes overlap" ZPP_BUG_REPORT, kApi, out_stride);
-  ZPP_CHECK_ARG(data != nullptr || bytes == 0 || items == 0, "%s: bytes is null" ZPP_BUG_REPORT,
-                kApi);
-  if (items == 0) return ncclSuccess;
-
+cudaError_t LaunchFingerprintBatch(const std::byte* data, size_t bytes, uint32_t items,
+                                   size_t item_stride, std::byte* out, size_t out_stride,
+                                   cudaStream_t stream) {
+  if (items == 0) return cudaSuccess;
   int device = 0;
   const size_t pitch = items == 1 ? 8 : out_stride;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaMemset2DAsync(out, pitch, 0, sizeof(uint64_t), items, stream) != cudaSuccess) {
-    ZPP_WARN(
-        "%s: %s; the call fails with ncclUnhandledCudaError (a CUDA error, often an earlier "
-        "kernel's: CUDA_LAUNCH_BLOCKING=1 shows which)",
-        kApi, cudaGetErrorString(cudaGetLastError()));
-    return ncclUnhandledCudaError;
-  }
+  cudaError_t error = cudaGetDevice(&device);
+  if (error == cudaSuccess)
+    error = cudaMemset2DAsync(out, pitch, 0, sizeof(uint64_t), items, stream);
+  if (error != cudaSuccess) return error;
   // Enough threads to keep the memory busy, few enough that the atomics stay negligible: one
   // wave of as many blocks as the kernel's registers let each SM hold (a fixed multiple of the
   // SMs ran a second, mostly idle wave when fewer fit), shared by the items.
@@ -166,15 +153,7 @@ Result FingerprintBatch(const std::byte* data, size_t bytes, uint32_t items, siz
     FingerprintKernel<kAligned>
         <<<grid, threads, 0, stream>>>(first, bytes, items, item_stride, fingerprints, out_stride);
   });
-  return detail::CheckLaunch(kApi);
-}
-
-Result Fingerprint(std::span<const std::byte> bytes, uint64_t* device_fingerprint,
-                   cudaStream_t stream) {
-  // One item: FingerprintBatch checks the pointers and the alignment.
-  return FingerprintBatch(bytes.data(), bytes.size(), 1, 0,
-                          reinterpret_cast<std::byte*>(device_fingerprint), sizeof(uint64_t),
-                          stream);
+  return cudaGetLastError();
 }
 
 }  // namespace zpp::codec::gpu

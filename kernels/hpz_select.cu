@@ -2,8 +2,7 @@
 // thread, shared with the block), then the grid copies the chosen partition, or the poison byte,
 // 16 bytes per thread where every pointer allows it. The copy is one secondary partition: a
 // 1/(ranks per node) share of the bytes the hit's intra-node gather moves.
-#include "codec/hpz_select.h"
-#include "kernels/hpz_select_kernel.h"
+#include "kernels/engine_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 
@@ -44,10 +43,9 @@ __global__ void SelectPartitionKernel(const uint64_t* __restrict__ now, HpzCandi
 
 }  // namespace
 
-Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uint32_t hit,
-                       std::span<std::byte> send, uint32_t* counters, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::SelectPartition";
-  ZPP_CHECK(CheckSelectPartition(kApi, now, candidates, send, counters));
+cudaError_t LaunchSelectPartition(const uint64_t* now, const HpzCandidates& candidates,
+                                  uint32_t hit, std::span<std::byte> send, uint32_t* counters,
+                                  cudaStream_t stream) {
   bool vector = detail::Aligned16(send.data());
   for (uint32_t i = 0; i < candidates.count; ++i) {
     vector = vector && detail::Aligned16(candidates.partition[i]);
@@ -58,7 +56,7 @@ Result SelectPartition(const uint64_t* now, const HpzCandidates& candidates, uin
   SelectPartitionKernel<<<grid, kThreads, 0, stream>>>(
       now, candidates, hit, reinterpret_cast<unsigned char*>(send.data()), send.size(), counters,
       vector);
-  return detail::CheckLaunch(kApi);
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -2,11 +2,9 @@
 
 #include <utility>
 
-#include "log/log.h"
-
 namespace zpp::codec::gpu {
 
-Result LoadKernels() {
+const char* LoadEveryKernel() {
   constexpr std::pair<const char*, bool (*)()> kFiles[] = {
       {"quantize.cu", detail::LoadQuantizeKernels},
       {"dequantize.cu", detail::LoadDequantizeKernels},
@@ -20,15 +18,9 @@ Result LoadKernels() {
       {"weight_delta.cu", detail::LoadWeightDeltaKernels},
   };
   for (const auto& [file, load] : kFiles) {
-    if (load()) continue;
-    ZPP_WARN(
-        "zpp: could not load the kernels of %s: %s; zpp set-up fails and every rank passes this "
-        "communicator's calls to NCCL (is this GPU among the sm numbers libzpp.so was built for, "
-        "CMake's ZPP_CUDA_ARCHITECTURES?)",
-        file, cudaGetErrorString(cudaGetLastError()));
-    return ncclUnhandledCudaError;
+    if (!load()) return file;
   }
-  return ncclSuccess;
+  return nullptr;
 }
 
 }  // namespace zpp::codec::gpu

@@ -9,13 +9,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "log/check.h"
-
 namespace zpp::codec::gpu {
 
-// The current device's: ncclUnhandledCudaError (logged, naming the kernel's file) when a kernel
-// cannot be loaded.
-Result LoadKernels();
+// Loads every kernel into the current device's context: nullptr, or the kernel file
+// (kernels/*.cu) one of whose kernels did not load (cudaGetLastError says why).
+const char* LoadEveryKernel();
 
 namespace detail {
 

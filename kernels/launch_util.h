@@ -1,5 +1,5 @@
-// Host-side helpers the launchers share: grid shapes, alignment, launch errors, the dispatch of
-// runtime dtype and bit width to kernel template arguments.
+// Host-side helpers the launchers share: grid shapes, alignment, the dispatch of runtime dtype
+// and bit width to kernel template arguments.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,7 +13,6 @@
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/math/codec_math.h"
 #include "kernels/math/codec_params.h"
-#include "log/check.h"
 #include "zpp/format.h"
 
 namespace zpp::codec::gpu::detail {
@@ -55,17 +54,6 @@ inline device::RoundingStream StreamOf(const Rounding& rounding) {
   return device::RoundingStream{rounding.stochastic,
                                 StreamKey(rounding.seed, rounding.rank, rounding.epoch),
                                 rounding.first_block};
-}
-
-// ncclSuccess, or one WARN and ncclUnhandledCudaError when the last launch failed.
-inline Result CheckLaunch(const char* api) {
-  const cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess) return ncclSuccess;
-  ZPP_WARN(
-      "%s: kernel launch failed: %s; the call fails with ncclUnhandledCudaError (an earlier "
-      "kernel's error shows here too: CUDA_LAUNCH_BLOCKING=1 shows which)",
-      api, cudaGetErrorString(error));
-  return ncclUnhandledCudaError;
 }
 
 template <ncclDataType_t kDtype>

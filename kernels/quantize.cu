@@ -2,14 +2,13 @@
 // batch (codec::BatchMap). Each thread loads its chunk of its item's input (16-byte vectors
 // when that item's input is aligned), widens it to fp32, rotates it with its run's lanes, and
 // encodes it with its block's lanes into the item's piece.
-#include "codec/batch.h"
-#include "codec/validate.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/rotation.cuh"
 #include "kernels/device/tensor_io.cuh"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/math/batch_places.h"
+#include "kernels/math/nccl_types.h"
 
 namespace zpp::codec::gpu {
 namespace {
@@ -20,7 +19,7 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
                    device::PieceGeometry geometry, bool rotate, device::RoundingStream rounding,
                    uint8_t* __restrict__ pieces) {
   __shared__ uint32_t warp_max[device::kMaxWarpsPerCta];
-  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
+  constexpr uint64_t kElement = NcclTypeBytes(kDtype);
   const uint64_t first = device::ChunkFirstElement();
   const uint32_t items = places.items;
   for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
@@ -43,29 +42,22 @@ __global__ void __launch_bounds__(device::kMaxLanesPerBlock)
 
 }  // namespace
 
-Result QuantizeBatch(ConstTensorView input, size_t count, const BatchMap& map, const Format& format,
-                     const Rounding& rounding, std::span<std::byte> pieces, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::QuantizeBatch";
-  ZPP_CHECK(CheckQuantizeBatch(kApi, input, count, map, format, pieces));
-  if (count == 0 || map.items() == 0) return ncclSuccess;
-
+cudaError_t LaunchQuantizeBatch(ConstTensorView input, size_t count, const BatchMap& map,
+                                const Format& format, const Rounding& rounding, std::byte* pieces,
+                                cudaStream_t stream) {
+  if (count == 0 || map.items() == 0) return cudaSuccess;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const int threads = detail::ThreadsFor(format.block);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(map.items()));
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
-  auto* out = reinterpret_cast<uint8_t*>(pieces.data());
+  auto* out = reinterpret_cast<uint8_t*>(pieces);
   detail::WithDtype(input.dtype, [&](auto dtype) {
     detail::WithBits(format.bits, [&](auto bits) {
       QuantizeKernel<decltype(dtype)::value, decltype(bits)::value><<<grid, threads, 0, stream>>>(
           input.data, BatchPlaces::Of(map), geometry, format.rotate, stream_of_bits, out);
     });
   });
-  return detail::CheckLaunch(kApi);
-}
-
-Result Quantize(ConstTensorView input, const Format& format, const Rounding& rounding,
-                std::span<std::byte> piece, cudaStream_t stream) {
-  return QuantizeBatch(input, input.count, BatchMap{}, format, rounding, piece, stream);
+  return cudaGetLastError();
 }
 
 namespace detail {

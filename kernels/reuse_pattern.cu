@@ -1,11 +1,11 @@
 // One thread per call scans back for the latest equal fingerprint: an epoch has hundreds to a
 // few thousand all-gathers, so the quadratic scan is a few hundred microseconds at worst, once
 // per epoch. The hash is a wrapping sum, so the per-call atomics may land in any order.
+#include "kernels/engine_kernels.h"
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/math/fingerprint_math.h"
 #include "kernels/math/reuse_pattern_math.h"
-#include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::codec::gpu {
 namespace {
@@ -32,24 +32,14 @@ __global__ void ReusePatternKernel(const uint64_t* __restrict__ fingerprints, ui
 
 }  // namespace
 
-Result ReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed, int32_t* pattern,
-                    uint64_t* hash, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::ReusePattern";
-  ZPP_CHECK_ARG(hash != nullptr && reinterpret_cast<uintptr_t>(hash) % 8 == 0,
-                "%s: hash is null or not 8-byte aligned" ZPP_BUG_REPORT, kApi);
-  ZPP_CHECK_ARG(calls == 0 || (fingerprints != nullptr && pattern != nullptr),
-                "%s: null fingerprints or pattern for %u calls" ZPP_BUG_REPORT, kApi, calls);
-  if (cudaMemsetAsync(hash, 0, sizeof(uint64_t), stream) != cudaSuccess) {
-    ZPP_WARN(
-        "%s: %s; the call fails with ncclUnhandledCudaError (a CUDA error, often an earlier "
-        "kernel's: CUDA_LAUNCH_BLOCKING=1 shows which)",
-        kApi, cudaGetErrorString(cudaGetLastError()));
-    return ncclUnhandledCudaError;
-  }
+cudaError_t LaunchReusePattern(const uint64_t* fingerprints, uint32_t calls, uint64_t seed,
+                               int32_t* pattern, uint64_t* hash, cudaStream_t stream) {
+  const cudaError_t zeroed = cudaMemsetAsync(hash, 0, sizeof(uint64_t), stream);
+  if (zeroed != cudaSuccess) return zeroed;
   const unsigned grid = calls == 0 ? 1u : (calls + kThreads - 1) / kThreads;
   ReusePatternKernel<<<grid, kThreads, 0, stream>>>(fingerprints, calls, seed, pattern,
                                                     reinterpret_cast<unsigned long long*>(hash));
-  return detail::CheckLaunch(kApi);
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -5,10 +5,6 @@
 // of it changes: one launch fingerprints all items' references into `held`, a second decodes
 // each item's delta and adds it to its reference, or, where the sender's fingerprint differs,
 // writes NaN and counts the failure once per item. Two launches whatever the number of nodes.
-#include "codec/codec.h"
-#include "codec/element_io.h"
-#include "codec/validate.h"
-#include "codec/weight_delta.h"
 #include "kernels/codec_kernels.h"
 #include "kernels/device/piece_codec.cuh"
 #include "kernels/device/rotation.cuh"
@@ -16,6 +12,8 @@
 #include "kernels/kernel_loading.h"
 #include "kernels/launch_util.h"
 #include "kernels/math/float_bits.h"
+#include "kernels/math/nccl_types.h"
+#include "zpp/format.h"
 
 namespace zpp::codec::gpu {
 namespace {
@@ -50,7 +48,7 @@ __global__ void __launch_bounds__(256)
                      uint64_t piece_bytes, device::PieceGeometry geometry, bool rotate,
                      void* __restrict__ reference, const uint64_t* __restrict__ held,
                      uint32_t* __restrict__ failures) {
-  constexpr uint64_t kElement = kDtype == ncclFloat32 ? 4 : 2;
+  constexpr uint64_t kElement = NcclTypeBytes(kDtype);
   const uint64_t first = device::ChunkFirstElement();
   for (uint32_t item = blockIdx.y; item < items; item += gridDim.y) {
     const uint8_t* message = messages + item * stride;
@@ -89,26 +87,20 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
-Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const Format& format,
-                   const Rounding& rounding, std::span<std::byte> message, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::EncodeDelta";
-  ZPP_CHECK(CheckEncodeDelta(kApi, weights, reference, format, message));
-  const uint64_t piece = PieceBytes(weights.count, weights.dtype, format);
-  // The trailer's second word is zero on the wire (FingerprintBatch zeroes the first).
-  if (cudaMemsetAsync(message.data() + piece + sizeof(uint64_t), 0,
-                      kDeltaTrailerBytes - sizeof(uint64_t), stream) != cudaSuccess) {
-    ZPP_WARN(
-        "%s: %s; the call fails with ncclUnhandledCudaError (a CUDA error, often an earlier "
-        "kernel's: CUDA_LAUNCH_BLOCKING=1 shows which)",
-        kApi, cudaGetErrorString(cudaGetLastError()));
-    return ncclUnhandledCudaError;
-  }
+cudaError_t LaunchEncodeDelta(ConstTensorView weights, ConstTensorView reference,
+                              const Format& format, const Rounding& rounding, std::byte* message,
+                              cudaStream_t stream) {
+  const uint64_t piece = zppPieceBytes(weights.count, weights.dtype, format.bits, format.block);
+  // The trailer's second word is zero on the wire (the fingerprint launch zeroes the first).
+  cudaError_t error = cudaMemsetAsync(message + piece + sizeof(uint64_t), 0,
+                                      kDeltaTrailerBytes - sizeof(uint64_t), stream);
+  if (error != cudaSuccess) return error;
   if (weights.count != 0) {
     const device::PieceGeometry geometry = detail::GeometryOf(weights.count, format);
     const int threads = detail::ThreadsFor(format.block);
     const dim3 grid(detail::GridFor(weights.count, threads));
     const bool aligned = detail::Aligned16(weights.data) && detail::Aligned16(reference.data);
-    auto* out = reinterpret_cast<uint8_t*>(message.data());
+    auto* out = reinterpret_cast<uint8_t*>(message);
     detail::WithDtype(weights.dtype, [&](auto dtype) {
       detail::WithBits(format.bits, [&](auto bits) {
         EncodeDeltaKernel<decltype(dtype)::value, decltype(bits)::value>
@@ -116,40 +108,35 @@ Result EncodeDelta(ConstTensorView weights, ConstTensorView reference, const For
                                            format.rotate, detail::StreamOf(rounding), out);
       });
     });
-    ZPP_CHECK(detail::CheckLaunch(kApi));
+    error = cudaGetLastError();
+    if (error != cudaSuccess) return error;
   }
-  return FingerprintBatch(static_cast<const std::byte*>(reference.data),
-                          reference.count * NcclTypeBytes(reference.dtype), 1, 0,
-                          message.data() + piece, sizeof(uint64_t), stream);
+  return LaunchFingerprintBatch(static_cast<const std::byte*>(reference.data),
+                                reference.count * NcclTypeBytes(reference.dtype), 1, 0,
+                                message + piece, sizeof(uint64_t), stream);
 }
 
-Result ApplyDeltaBatch(std::span<const std::byte> messages, size_t stride, uint32_t items,
-                       size_t count, const Format& format, TensorView reference,
-                       std::span<std::byte> held, uint32_t* failures, cudaStream_t stream) {
-  constexpr const char* kApi = "codec::gpu::ApplyDeltaBatch";
-  ZPP_CHECK(
-      CheckApplyDeltaBatch(kApi, messages, stride, items, count, format, reference, failures));
-  ZPP_CHECK_ARG(held.size() >= static_cast<size_t>(items) * sizeof(uint64_t) &&
-                    detail::Aligned16(held.data()),
-                "%s: %zu bytes at %p cannot hold %u fingerprints (8 bytes each, 16-byte "
-                "aligned)" ZPP_BUG_REPORT,
-                kApi, held.size(), static_cast<void*>(held.data()), items);
-  if (items == 0) return ncclSuccess;
+cudaError_t LaunchApplyDeltaBatch(const std::byte* messages, size_t stride, uint32_t items,
+                                  size_t count, const Format& format, TensorView reference,
+                                  std::byte* held, uint32_t* failures, cudaStream_t stream) {
+  if (items == 0) return cudaSuccess;
   const size_t element = NcclTypeBytes(reference.dtype);
-  ZPP_CHECK(FingerprintBatch(static_cast<const std::byte*>(reference.data), count * element, items,
-                             count * element, held.data(), sizeof(uint64_t), stream));
+  const cudaError_t error =
+      LaunchFingerprintBatch(static_cast<const std::byte*>(reference.data), count * element, items,
+                             count * element, held, sizeof(uint64_t), stream);
+  if (error != cudaSuccess) return error;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const int threads = 256;
   const dim3 grid(count == 0 ? 1 : detail::GridFor(count, threads), detail::RowsFor(items));
-  const uint64_t piece = PieceBytes(count, reference.dtype, format);
+  const uint64_t piece = zppPieceBytes(count, reference.dtype, format.bits, format.block);
   detail::WithDtype(reference.dtype, [&](auto dtype) {
     detail::WithBits(format.bits, [&](auto bits) {
       ApplyDeltaKernel<decltype(dtype)::value, decltype(bits)::value><<<grid, threads, 0, stream>>>(
-          reinterpret_cast<const uint8_t*>(messages.data()), stride, items, piece, geometry,
-          format.rotate, reference.data, reinterpret_cast<const uint64_t*>(held.data()), failures);
+          reinterpret_cast<const uint8_t*>(messages), stride, items, piece, geometry, format.rotate,
+          reference.data, reinterpret_cast<const uint64_t*>(held), failures);
     });
   });
-  return detail::CheckLaunch(kApi);
+  return cudaGetLastError();
 }
 
 namespace detail {

@@ -6,8 +6,8 @@
 // end (plugin/group_state.h).
 #include <optional>
 
-#include "common/nccl_types.h"
 #include "epoch/training_pass.h"
+#include "kernels/math/nccl_types.h"
 #include "plugin/c_boundary.h"
 #include "plugin/comm_registry.h"
 #include "plugin/comm_setup.h"

@@ -112,22 +112,25 @@ def self_test():
                 f.write(text)
 
         write("docs/architecture.md",
-              "# Architecture\n\n## Layers\n\n1. `include/zpp`: api\n2. `src/common`: results\n"
-              "3. `src/codec`: codec\n4. `src/engine`: engine\n5. `kernels`: cuda\n"
-              "6. `tools`, `tests`: on top\n\n## Next\n")
+              "# Architecture\n\n## Layers\n\n1. `include/zpp`: api\n2. `kernels/math`: math\n"
+              "3. `kernels`: cuda\n4. `src/common`: results\n5. `src/codec`: codec\n"
+              "6. `src/engine`: engine\n7. `tools`, `tests`: on top\n\n## Next\n")
         write("src/common/result.h", "#pragma once\n")
         write("src/engine/engine.h", '#pragma once\n#include "common/result.h"\n')
-        write("src/codec/math/hd.h", "#pragma once\n")
-        write("kernels/quantize.cu", '#include "codec/math/hd.h"\n#include "kernels/x.h"\n')
+        write("kernels/math/hd.h", "#pragma once\n")
+        write("kernels/quantize.cu", '#include "kernels/math/hd.h"\n#include "kernels/x.h"\n')
         write("kernels/x.h", "#pragma once\n")
+        write("src/codec/codec.h", '#pragma once\n#include "kernels/x.h"\n')
         if check(root):
             print("self-test: a clean tree was reported:", *check(root), sep="\n  ")
             return 1
         write("src/common/text.h", '#pragma once\n#include "engine/engine.h"\n')
-        write("src/codec/math/block_math.h", '#pragma once\n#include "kernels/x.h"\n')
+        write("kernels/dequantize.cu", '#include "kernels/x.h"\n#include "common/result.h"\n')
+        write("kernels/math/block_math.h", '#pragma once\n#include "kernels/x.h"\n')
         write("src/newdir/a.h", "#pragma once\n")
         found = check(root)
-        expected = ["src/codec/math/block_math.h:2", "src/common/text.h:2", "src/newdir/a.h"]
+        expected = ["kernels/dequantize.cu:2", "kernels/math/block_math.h:2", "src/common/text.h:2",
+                    "src/newdir/a.h"]
         for prefix in expected:
             if not any(p.startswith(prefix) for p in found):
                 print(f"self-test: the planted mistake at {prefix} was not reported; got:",

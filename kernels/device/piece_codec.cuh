@@ -1,6 +1,6 @@
 // Encoding a chunk into a piece and decoding a chunk from one, on the device: the reference's
 // EncodeRun / DecodeRun (src/codec/block_codec.cc) split across the lanes of a block, with the
-// same per-element functions of codec/math/block_math.h.
+// same per-element functions of kernels/math/block_math.h.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The 32-point rotation on a warp: a run of 32 elements is the chunks of 4 consecutive lanes.
 // Strides 1, 2, 4 run inside each lane's chunk (HadamardStages<8>, the reference's own code),
 // strides 8 and 16 across lanes by shuffles, in that order, each butterfly computing
-// lower = a + b and upper = a - b (a the lower index) exactly as codec/math/hadamard.h does. Runs
+// lower = a + b and upper = a - b (a the lower index) exactly as kernels/math/hadamard.h does. Runs
 // past RotatedEnd (the tail block, when the piece ends inside a run) keep their values. No shared
 // memory is used, so there are no bank conflicts to avoid. Every lane of the warp must call these.
 #pragma once

@@ -25,6 +25,10 @@ struct Rounding {
   uint64_t first_block = 0;  // ... and the block index of the piece's first block
 };
 
+// A weight-delta message (src/codec/weight_delta.h) is a piece, then this trailer: the 64-bit
+// fingerprint of the reference it was taken against, and 8 zero bytes.
+inline constexpr uint64_t kDeltaTrailerBytes = 16;
+
 // Where the items of a batched codec operation sit, by formula rather than by list, so that a
 // batch of any size is one fixed-size kernel argument: item i, written in mixed radix as digits
 // (d0, d1, d2) with d2 the fastest (digit k below radix[k]), reads at sum d_k x from[k] and

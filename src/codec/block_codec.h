@@ -15,7 +15,7 @@ namespace zpp::codec {
 inline constexpr size_t kMaxRun = 4096;
 
 // Rotates (or rotates back) the 32-element runs of values[0, n) before RotatedEnd(n, block)
-// (codec/math/hadamard.h), where values[0] is an element of the piece at a block boundary (blocks
+// (kernels/math/hadamard.h), where values[0] is an element of the piece at a block boundary (blocks
 // of `block`) and n runs to the end of a whole number of blocks or of the piece.
 void RotateRunsForward(float* values, size_t n, size_t block);
 void RotateRunsInverse(float* values, size_t n, size_t block);

@@ -57,7 +57,7 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
                                   const Format& out_format, const Rounding& rounding,
                                   std::span<std::byte> out_piece);
 
-// The 64-bit fingerprint of a buffer (codec/math/fingerprint_math.h).
+// The 64-bit fingerprint of a buffer (kernels/math/fingerprint_math.h).
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* fingerprint);
 
 }  // namespace zpp::codec

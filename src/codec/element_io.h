@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/nccl_types.h"
 #include "kernels/math/codec_math.h"
+#include "kernels/math/nccl_types.h"
 
 namespace zpp::codec {
 

@@ -1,4 +1,4 @@
-// The fingerprint on the CPU: the serial loop over 8-byte words (codec/math/fingerprint_math.h).
+// The fingerprint on the CPU: the serial loop over 8-byte words (kernels/math/fingerprint_math.h).
 #include <algorithm>
 #include <cstring>
 

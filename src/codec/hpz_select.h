@@ -1,4 +1,4 @@
-// hpZ's choice of the secondary partition a hit sends, on the CPU (codec/math/hpz_select_math.h):
+// hpZ's choice of the secondary partition a hit sends, on the CPU (kernels/math/hpz_select_math.h):
 // the reference the sim backend runs and the CUDA kernel matches byte for byte.
 #pragma once
 

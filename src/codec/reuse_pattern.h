@@ -1,4 +1,4 @@
-// hpZ's reuse pattern on the CPU (codec/math/reuse_pattern_math.h): the reference the sim backend
+// hpZ's reuse pattern on the CPU (kernels/math/reuse_pattern_math.h): the reference the sim backend
 // runs and the CUDA kernel matches bit for bit.
 #pragma once
 

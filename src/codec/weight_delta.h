@@ -3,7 +3,7 @@
 //
 // A delta message is a piece (include/zpp/format.h) of the difference between the sender's
 // weights and its *reference* (what every receiver reconstructed of its shard last step), then a
-// 16-byte trailer: the 64-bit fingerprint of that reference (codec/math/fingerprint_math.h,
+// 16-byte trailer: the 64-bit fingerprint of that reference (kernels/math/fingerprint_math.h,
 // little-endian) and 8 zero bytes. Receivers check the trailer against their copy of the
 // reference before they apply the delta: a copy that differs (a reference that drifted, or one
 // that is not the sender's) must never turn into silently wrong weights (contract 7), so its item
@@ -21,8 +21,6 @@
 #include "log/check.h"
 
 namespace zpp::codec {
-
-inline constexpr size_t kDeltaTrailerBytes = 16;
 
 // Bytes of one delta message of `count` elements (0 for an invalid format).
 uint64_t DeltaMessageBytes(size_t count, ncclDataType_t dtype, const Format& format);

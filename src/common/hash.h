@@ -1,6 +1,6 @@
 // The host code's two hashes, each written once: FNV-1a over bytes (host names, call signatures:
 // stable across processes and builds, so ranks can compare them) and a mixing combiner for keys
-// that stay inside one process. Not for the codec's random streams (codec/math/stochastic.h).
+// that stay inside one process. Not for the codec's random streams (kernels/math/stochastic.h).
 #pragma once
 
 #include <cstdint>

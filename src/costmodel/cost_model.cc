@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/nccl_types.h"
+#include "kernels/math/nccl_types.h"
 #include "plan/planner.h"
 #include "zpp/format.h"
 

@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "codec_gpu/codec_gpu.h"
+#include "codec_gpu/device_ops.h"
 #include "config/config.h"
 #include "cuda_nccl/buffer_overlap.h"
 #include "cuda_nccl/cuda_nccl_backend.h"
@@ -15,8 +17,6 @@
 #include "engine/idle_requests.h"
 #include "engine/plan_context.h"
 #include "engine/pool_reservation.h"
-#include "kernels/codec_kernels.h"
-#include "kernels/kernel_loading.h"
 #include "topology/discovery.h"
 #include "topology/hwloc_picture.h"
 #include "topology/plan_shape.h"

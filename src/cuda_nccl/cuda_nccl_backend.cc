@@ -2,11 +2,9 @@
 
 #include <cstring>
 
-#include "kernels/codec_kernels.h"
-#include "kernels/engine_kernels.h"
-#include "kernels/hpz_select_kernel.h"
+#include "codec_gpu/codec_gpu.h"
+#include "codec_gpu/device_ops.h"
 #include "kernels/math/float_convert.h"
-#include "kernels/reuse_pattern_kernel.h"
 
 namespace zpp::cuda {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "codec/codec.h"
 #include "codec/element_io.h"
-#include "common/nccl_types.h"
 #include "engine/reduce_scatter_plans.h"
+#include "kernels/math/nccl_types.h"
 #include "plan/planner.h"
 
 namespace zpp::engine {

@@ -1,11 +1,11 @@
 #include "engine/engine.h"
 
-#include "common/nccl_types.h"
 #include "config/config.h"
 #include "engine/all_reduce_plans.h"
 #include "engine/allgather_plans.h"
 #include "engine/reduce_scatter_plans.h"
 #include "epoch/step_epoch.h"
+#include "kernels/math/nccl_types.h"
 #include "log/log.h"
 #include "plan/planner.h"
 

@@ -17,8 +17,8 @@
 #include <functional>
 #include <vector>
 
-#include "common/nccl_types.h"
 #include "fence/buffer_pool.h"
+#include "kernels/math/nccl_types.h"
 #include "log/check.h"
 
 namespace zpp::engine {

@@ -4,8 +4,8 @@
 #include <iterator>
 #include <string>
 
-#include "common/nccl_types.h"
 #include "config/config.h"
+#include "kernels/math/nccl_types.h"
 #include "zpp/format.h"
 
 namespace zpp::plan {

@@ -11,8 +11,8 @@
 
 #include "codec/batch.h"
 #include "codec/codec.h"
+#include "codec_gpu/codec_gpu.h"
 #include "device_buffer.h"
-#include "kernels/codec_kernels.h"
 
 namespace zpp::codec::testing {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "codec/codec.h"
+#include "codec_gpu/codec_gpu.h"
 #include "device_buffer.h"
-#include "kernels/codec_kernels.h"
 #include "reference.h"
 
 namespace zpp::codec::testing {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "codec/hpz_select.h"
-#include "kernels/codec_kernels.h"
-#include "kernels/hpz_select_kernel.h"
+#include "codec_gpu/codec_gpu.h"
+#include "codec_gpu/device_ops.h"
 
 namespace zpp::codec {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "kernels/codec_kernels.h"
-#include "kernels/kernel_loading.h"
+#include "codec_gpu/codec_gpu.h"
+#include "codec_gpu/device_ops.h"
 
 namespace zpp::codec {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "codec/reuse_pattern.h"
-#include "kernels/codec_kernels.h"
-#include "kernels/reuse_pattern_kernel.h"
+#include "codec_gpu/codec_gpu.h"
+#include "codec_gpu/device_ops.h"
 
 namespace zpp::codec {
 namespace {

@@ -13,8 +13,8 @@
 #include "codec/codec.h"
 #include "codec/element_io.h"
 #include "codec/weight_delta.h"
+#include "codec_gpu/codec_gpu.h"
 #include "device_buffer.h"
-#include "kernels/codec_kernels.h"
 
 namespace zpp::codec::testing {
 namespace {

@@ -1,14 +1,16 @@
-// Facts about NCCL's types that zpp needs without linking NCCL.
+// Facts about NCCL's types that zpp needs without linking NCCL, on the host and the device.
 #pragma once
 
 #include <nccl.h>
 
 #include <cstddef>
 
+#include "kernels/math/hd.h"
+
 namespace zpp {
 
 // Bytes of one element of `dtype`; 0 for a value that is not an ncclDataType_t.
-constexpr size_t NcclTypeBytes(ncclDataType_t dtype) {
+ZPP_HD constexpr size_t NcclTypeBytes(ncclDataType_t dtype) {
   switch (dtype) {
     case ncclInt8:
     case ncclUint8:
