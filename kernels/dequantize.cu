@@ -75,11 +75,9 @@ cudaError_t Launch(const Places& places, uint64_t items, size_t count, const For
   const int threads = 256;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
-  detail::WithDtype(output.dtype, [&](auto dtype) {
-    detail::WithBits(format.bits, [&](auto bits) {
-      DequantizeKernel<decltype(dtype)::value, decltype(bits)::value>
-          <<<grid, threads, 0, stream>>>(places, geometry, format.rotate, output.data);
-    });
+  detail::WithDtypeAndBits(output.dtype, format.bits, [&]<ncclDataType_t kDtype, int kBits>() {
+    DequantizeKernel<kDtype, kBits>
+        <<<grid, threads, 0, stream>>>(places, geometry, format.rotate, output.data);
   });
   return cudaGetLastError();
 }
@@ -113,9 +111,7 @@ cudaError_t LaunchDequantize(std::span<const PlacedPiece> pieces, size_t count,
 namespace detail {
 bool LoadDequantizeKernels() {
   bool ok = true;
-  ForEveryDtypeAndBits([&](auto d, auto b) {
-    constexpr ncclDataType_t kDtype = decltype(d)::value;
-    constexpr int kBits = decltype(b)::value;
+  ForEveryDtypeAndBits([&]<ncclDataType_t kDtype, int kBits>() {
     ok = LoadKernel(&DequantizeKernel<kDtype, kBits, PieceList>) &&
          LoadKernel(&DequantizeKernel<kDtype, kBits, PieceMap>) && ok;
   });

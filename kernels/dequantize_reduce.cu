@@ -42,12 +42,9 @@ cudaError_t Launch(const Pieces& pieces, uint32_t items, int k, size_t count, co
   const int threads = 256;
   const device::PieceGeometry geometry = detail::GeometryOf(count, format);
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
-  detail::WithDtype(output.dtype, [&](auto dtype) {
-    detail::WithBits(format.bits, [&](auto bits) {
-      DequantizeReduceKernel<decltype(dtype)::value, decltype(bits)::value>
-          <<<grid, threads, 0, stream>>>(pieces, items, k, geometry, format.rotate, scale_after_sum,
-                                         output.data);
-    });
+  detail::WithDtypeAndBits(output.dtype, format.bits, [&]<ncclDataType_t kDtype, int kBits>() {
+    DequantizeReduceKernel<kDtype, kBits><<<grid, threads, 0, stream>>>(
+        pieces, items, k, geometry, format.rotate, scale_after_sum, output.data);
   });
   return cudaGetLastError();
 }
@@ -72,9 +69,7 @@ cudaError_t LaunchDequantizeReduceBatch(const std::byte* pieces, const ReduceBat
 namespace detail {
 bool LoadDequantizeReduceKernels() {
   bool ok = true;
-  ForEveryDtypeAndBits([&](auto d, auto b) {
-    constexpr ncclDataType_t kDtype = decltype(d)::value;
-    constexpr int kBits = decltype(b)::value;
+  ForEveryDtypeAndBits([&]<ncclDataType_t kDtype, int kBits>() {
     ok = LoadKernel(&DequantizeReduceKernel<kDtype, kBits, device::ReducePieces>) &&
          LoadKernel(&DequantizeReduceKernel<kDtype, kBits, device::StridedPieces>) && ok;
   });

@@ -96,12 +96,10 @@ cudaError_t Launch(const Pieces& pieces, uint32_t items, int k, size_t count, co
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(items));
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
   auto* out = reinterpret_cast<uint8_t*>(out_pieces);
-  detail::WithBits(format.bits, [&](auto bits) {
-    detail::WithBits(out_format.bits, [&](auto out_bits) {
-      DequantizeReduceRequantizeKernel<decltype(bits)::value, decltype(out_bits)::value>
-          <<<grid, threads, 0, stream>>>(pieces, items, k, geometry, format.rotate, scale_after_sum,
-                                         out_geometry, out_format.rotate, stream_of_bits, out);
-    });
+  detail::WithBitsPair(format.bits, out_format.bits, [&]<int kBits, int kOutBits>() {
+    DequantizeReduceRequantizeKernel<kBits, kOutBits>
+        <<<grid, threads, 0, stream>>>(pieces, items, k, geometry, format.rotate, scale_after_sum,
+                                       out_geometry, out_format.rotate, stream_of_bits, out);
   });
   return cudaGetLastError();
 }
@@ -141,13 +139,10 @@ cudaError_t LaunchDequantizeReduceRequantizeFeedbackBatch(
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
   auto* out = reinterpret_cast<uint8_t*>(out_pieces);
   auto* kept = reinterpret_cast<uint8_t*>(residuals);
-  detail::WithBits(format.bits, [&](auto bits) {
-    detail::WithBits(out_format.bits, [&](auto out_bits) {
-      DequantizeReduceRequantizeFeedbackKernel<decltype(bits)::value, decltype(out_bits)::value>
-          <<<grid, threads, 0, stream>>>(strided, batch.items, static_cast<int>(batch.terms),
-                                         geometry, out_geometry, stream_of_bits, out,
-                                         residual_geometry, residual_valid, kept);
-    });
+  detail::WithBitsPair(format.bits, out_format.bits, [&]<int kBits, int kOutBits>() {
+    DequantizeReduceRequantizeFeedbackKernel<kBits, kOutBits><<<grid, threads, 0, stream>>>(
+        strided, batch.items, static_cast<int>(batch.terms), geometry, out_geometry, stream_of_bits,
+        out, residual_geometry, residual_valid, kept);
   });
   return cudaGetLastError();
 }
@@ -155,21 +150,11 @@ cudaError_t LaunchDequantizeReduceRequantizeFeedbackBatch(
 namespace detail {
 bool LoadDequantizeReduceRequantizeKernels() {
   bool ok = true;
-  for (int bits : {2, 3, 4, 8}) {
-    for (int out_bits : {2, 3, 4, 8}) {
-      WithBits(bits, [&](auto b) {
-        WithBits(out_bits, [&](auto o) {
-          constexpr int kBits = decltype(b)::value;
-          constexpr int kOutBits = decltype(o)::value;
-          ok = LoadKernel(
-                   &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::ReducePieces>) &&
-               LoadKernel(
-                   &DequantizeReduceRequantizeKernel<kBits, kOutBits, device::StridedPieces>) &&
-               LoadKernel(&DequantizeReduceRequantizeFeedbackKernel<kBits, kOutBits>) && ok;
-        });
-      });
-    }
-  }
+  ForEveryBitsPair([&]<int kBits, int kOutBits>() {
+    ok = LoadKernel(&DequantizeReduceRequantizeKernel<kBits, kOutBits, device::ReducePieces>) &&
+         LoadKernel(&DequantizeReduceRequantizeKernel<kBits, kOutBits, device::StridedPieces>) &&
+         LoadKernel(&DequantizeReduceRequantizeFeedbackKernel<kBits, kOutBits>) && ok;
+  });
   return ok;
 }
 }  // namespace detail

@@ -97,13 +97,38 @@ void WithBool(bool value, Body&& body) {
   }
 }
 
-// Calls body(DtypeTag, BitsTag) for every codec dtype and bit width (kernel_loading.h).
+// Calls body.template operator()<kDtype, kBits>() for a validated codec dtype and bit width: a
+// launcher's lambda names its kernel's template arguments once.
+template <typename Body>
+void WithDtypeAndBits(ncclDataType_t dtype, int bits, Body&& body) {
+  WithDtype(dtype, [&](auto d) {
+    WithBits(bits,
+             [&](auto b) { body.template operator()<decltype(d)::value, decltype(b)::value>(); });
+  });
+}
+
+// Calls body.template operator()<kBits, kOutBits>() for two validated bit widths.
+template <typename Body>
+void WithBitsPair(int bits, int out_bits, Body&& body) {
+  WithBits(bits, [&](auto b) {
+    WithBits(out_bits,
+             [&](auto o) { body.template operator()<decltype(b)::value, decltype(o)::value>(); });
+  });
+}
+
+// WithDtypeAndBits for every codec dtype and bit width (kernel_loading.h).
 template <typename Body>
 void ForEveryDtypeAndBits(Body&& body) {
   for (ncclDataType_t dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    for (int bits : {2, 3, 4, 8}) {
-      WithDtype(dtype, [&](auto d) { WithBits(bits, [&](auto b) { body(d, b); }); });
-    }
+    for (int bits : {2, 3, 4, 8}) WithDtypeAndBits(dtype, bits, body);
+  }
+}
+
+// WithBitsPair for every pair of bit widths (kernel_loading.h).
+template <typename Body>
+void ForEveryBitsPair(Body&& body) {
+  for (int bits : {2, 3, 4, 8}) {
+    for (int out_bits : {2, 3, 4, 8}) WithBitsPair(bits, out_bits, body);
   }
 }
 

@@ -51,11 +51,9 @@ cudaError_t LaunchQuantizeBatch(ConstTensorView input, size_t count, const Batch
   const dim3 grid(detail::GridFor(count, threads), detail::RowsFor(map.items()));
   const device::RoundingStream stream_of_bits = detail::StreamOf(rounding);
   auto* out = reinterpret_cast<uint8_t*>(pieces);
-  detail::WithDtype(input.dtype, [&](auto dtype) {
-    detail::WithBits(format.bits, [&](auto bits) {
-      QuantizeKernel<decltype(dtype)::value, decltype(bits)::value><<<grid, threads, 0, stream>>>(
-          input.data, BatchPlaces::Of(map), geometry, format.rotate, stream_of_bits, out);
-    });
+  detail::WithDtypeAndBits(input.dtype, format.bits, [&]<ncclDataType_t kDtype, int kBits>() {
+    QuantizeKernel<kDtype, kBits><<<grid, threads, 0, stream>>>(
+        input.data, BatchPlaces::Of(map), geometry, format.rotate, stream_of_bits, out);
   });
   return cudaGetLastError();
 }
@@ -63,9 +61,7 @@ cudaError_t LaunchQuantizeBatch(ConstTensorView input, size_t count, const Batch
 namespace detail {
 bool LoadQuantizeKernels() {
   bool ok = true;
-  ForEveryDtypeAndBits([&](auto d, auto b) {
-    constexpr ncclDataType_t kDtype = decltype(d)::value;
-    constexpr int kBits = decltype(b)::value;
+  ForEveryDtypeAndBits([&]<ncclDataType_t kDtype, int kBits>() {
     ok = LoadKernel(&QuantizeKernel<kDtype, kBits>) && ok;
   });
   return ok;

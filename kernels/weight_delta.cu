@@ -101,12 +101,10 @@ cudaError_t LaunchEncodeDelta(ConstTensorView weights, ConstTensorView reference
     const dim3 grid(detail::GridFor(weights.count, threads));
     const bool aligned = detail::Aligned16(weights.data) && detail::Aligned16(reference.data);
     auto* out = reinterpret_cast<uint8_t*>(message);
-    detail::WithDtype(weights.dtype, [&](auto dtype) {
-      detail::WithBits(format.bits, [&](auto bits) {
-        EncodeDeltaKernel<decltype(dtype)::value, decltype(bits)::value>
-            <<<grid, threads, 0, stream>>>(weights.data, reference.data, aligned, geometry,
-                                           format.rotate, detail::StreamOf(rounding), out);
-      });
+    detail::WithDtypeAndBits(weights.dtype, format.bits, [&]<ncclDataType_t kDtype, int kBits>() {
+      EncodeDeltaKernel<kDtype, kBits>
+          <<<grid, threads, 0, stream>>>(weights.data, reference.data, aligned, geometry,
+                                         format.rotate, detail::StreamOf(rounding), out);
     });
     error = cudaGetLastError();
     if (error != cudaSuccess) return error;
@@ -129,12 +127,10 @@ cudaError_t LaunchApplyDeltaBatch(const std::byte* messages, size_t stride, uint
   const int threads = 256;
   const dim3 grid(count == 0 ? 1 : detail::GridFor(count, threads), detail::RowsFor(items));
   const uint64_t piece = zppPieceBytes(count, reference.dtype, format.bits, format.block);
-  detail::WithDtype(reference.dtype, [&](auto dtype) {
-    detail::WithBits(format.bits, [&](auto bits) {
-      ApplyDeltaKernel<decltype(dtype)::value, decltype(bits)::value><<<grid, threads, 0, stream>>>(
-          reinterpret_cast<const uint8_t*>(messages), stride, items, piece, geometry, format.rotate,
-          reference.data, reinterpret_cast<const uint64_t*>(held), failures);
-    });
+  detail::WithDtypeAndBits(reference.dtype, format.bits, [&]<ncclDataType_t kDtype, int kBits>() {
+    ApplyDeltaKernel<kDtype, kBits><<<grid, threads, 0, stream>>>(
+        reinterpret_cast<const uint8_t*>(messages), stride, items, piece, geometry, format.rotate,
+        reference.data, reinterpret_cast<const uint64_t*>(held), failures);
   });
   return cudaGetLastError();
 }
@@ -142,9 +138,7 @@ cudaError_t LaunchApplyDeltaBatch(const std::byte* messages, size_t stride, uint
 namespace detail {
 bool LoadWeightDeltaKernels() {
   bool ok = true;
-  ForEveryDtypeAndBits([&](auto d, auto b) {
-    constexpr ncclDataType_t kDtype = decltype(d)::value;
-    constexpr int kBits = decltype(b)::value;
+  ForEveryDtypeAndBits([&]<ncclDataType_t kDtype, int kBits>() {
     ok = LoadKernel(&EncodeDeltaKernel<kDtype, kBits>) && ok;
     ok = LoadKernel(&ApplyDeltaKernel<kDtype, kBits>) && ok;
   });
