@@ -435,6 +435,11 @@ def _cell(value, form="{}"):
     return "" if value is None else form.format(value)
 
 
+def _vs_plain(pct):
+    """A mode's loss against plain at its seed, or why there is none (a NaN: no such plain ran)."""
+    return "no plain at its seed" if pct != pct else f"{pct:+.3f}%"
+
+
 def table(summary):
     lines = [
         "| framework | mode | final loss | vs plain | inter-node bytes / step | vs plain | "
@@ -462,7 +467,7 @@ def table(summary):
             kept = entry["secondary_bytes_per_rank"]
             lines.append(
                 f"| {framework} | {entry['mode']} | {entry['final_loss']:.4f} | "
-                f"{entry['delta_pct']:+.3f}% | "
+                f"{_vs_plain(entry['delta_pct'])} | "
                 f"{format_bytes(entry['inter_node_bytes_per_step'])} | "
                 f"{_cell(entry.get('inter_node_vs_plain'), '{:.3f}')} | "
                 f"{_cell(entry['hpz_hits'])} | {_cell(entry['hpz_verify_failures'])} | "
