@@ -513,6 +513,11 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
   const Clock::time_point deadline = start + timeout_;
   const Clock::time_point warn_at = start + timeout_ / 4;
   bool warned = false;
+  // Once this wait has slept on the descriptor, its answer is not microseconds away (a long
+  // transfer trickling in over a slow link): each later event goes straight back to sleep
+  // instead of spinning and yielding again, which cost CPU per event that ranks sharing few
+  // cores need for their compute.
+  bool slept = false;
   uint64_t idle = 0;
   for (;;) {
     {
@@ -521,7 +526,7 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
         Release(pending);
         return static_cast<Result>(broken_.load());
       }
-      while (ucp_worker_progress(worker_.get()) != 0) idle = 0;
+      while (ucp_worker_progress(worker_.get()) != 0) idle = slept ? kYieldPolls : 0;
       bool done = true;
       std::string failed;
       for (Pending& p : *pending) {
@@ -580,15 +585,15 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
         return result;
       }
     }
-    WaitForActivity(idle++);
+    slept = WaitForActivity(idle++) || slept;
   }
 }
 
-void UcpTransport::WaitForActivity(uint64_t idle_polls) {
-  if (idle_polls < kSpinPolls) return;
+bool UcpTransport::WaitForActivity(uint64_t idle_polls) {
+  if (idle_polls < kSpinPolls) return false;
   if (idle_polls < kYieldPolls) {
     sched_yield();
-    return;
+    return false;
   }
   ucs_status_t armed = UCS_ERR_NO_RESOURCE;
   if (event_fd_ >= 0) {
@@ -599,10 +604,11 @@ void UcpTransport::WaitForActivity(uint64_t idle_polls) {
   // wait for room; no descriptor): the back-off's yields and short sleeps instead.
   if (armed != UCS_OK) {
     Backoff(idle_polls);
-    return;
+    return false;
   }
   pollfd descriptor{event_fd_, POLLIN, 0};
   poll(&descriptor, 1, kEventWaitMs);
+  return true;
 }
 
 Result UcpTransport::ExchangeParts(int rank, const GroupView& group, uint64_t sequence,

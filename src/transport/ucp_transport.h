@@ -117,8 +117,9 @@ class UcpTransport final : public Transport {
   Result WaitAll(std::vector<Pending>* pending, const char* what);
   // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
   // file descriptor until UCX has something to progress (at most kEventWaitMs), so that a wait on
-  // a slow link costs no core (docs/architecture.md, "The same engine on CPU processes").
-  void WaitForActivity(uint64_t idle_polls);
+  // a slow link costs no core (docs/architecture.md, "The same engine on CPU processes"). True
+  // when it slept: WaitAll then skips the spin after later events.
+  bool WaitForActivity(uint64_t idle_polls);
   Result CheckUsable(int rank) const;
 
   const int rank_;
