@@ -1,6 +1,7 @@
 #include "sim/two_level.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "codec/element_io.h"
@@ -16,6 +17,27 @@ size_t Owner(const TwoLevelLayout& layout, size_t k, size_t l) {
   return static_cast<size_t>(layout.rank_at[k * static_cast<size_t>(layout.ranks_per_node) + l]);
 }
 
+// Each stage's wall time at TRACE (EXEC): where a CPU collective's time goes on a slow link. The
+// clock is read only when that line would be written.
+class StageClock {
+ public:
+  StageClock() : on_(log::Enabled(log::Level::kTrace, log::kExec)) {
+    if (on_) start_ = Clock::now();
+  }
+  void Lap(const char* stage, size_t bytes) {
+    if (!on_) return;
+    const Clock::time_point now = Clock::now();
+    ZPP_TRACE(kExec, "%s: %zu bytes a part, %.3f ms", stage, bytes,
+              std::chrono::duration<double, std::milli>(now - start_).count());
+    start_ = now;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const bool on_;
+  Clock::time_point start_;
+};
+
 }  // namespace
 
 Result TwoLevelAllGather(transport::Transport& transport, const TwoLevelCall& call,
@@ -24,18 +46,22 @@ Result TwoLevelAllGather(transport::Transport& transport, const TwoLevelCall& ca
   const auto* piece = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<size_t>(call.intra.my_index);
+  StageClock clock;
   // Across nodes: each node's piece of this local position, straight into its owner's place.
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.inter, call.inter_sequence, 1, bytes,
       [piece](size_t, size_t) { return piece; },
       [&](size_t k, size_t) { return out + Owner(layout, k, me) * bytes; },
       "all-gather (across nodes)"));
+  clock.Lap("all-gather across nodes", bytes);
   // Inside the node: every local position's pieces, one part per node, in place.
-  return transport.ExchangeParts(
+  ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.intra, call.intra_sequence, static_cast<size_t>(layout.nodes), bytes,
       [&](size_t, size_t k) -> const std::byte* { return out + Owner(layout, k, me) * bytes; },
       [&](size_t l, size_t k) { return l == me ? nullptr : out + Owner(layout, k, l) * bytes; },
-      "all-gather (inside the node)");
+      "all-gather (inside the node)"));
+  clock.Lap("all-gather inside the node", bytes);
+  return ncclSuccess;
 }
 
 Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall& call,
@@ -49,6 +75,7 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
   const auto me = static_cast<size_t>(call.intra.my_index);
   const auto my_node = static_cast<size_t>(call.inter.my_index);
   Scratch& scratch = Scratch::OfThisThread();
+  StageClock clock;
   // To local position l go the chunks of l's inter-node group, one part per node, read in place;
   // from each, those of this rank's group. This rank's own stay in the input.
   std::byte* received = scratch.Take(0, g * n * chunk);
@@ -57,6 +84,7 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
       [&](size_t l, size_t k) { return input + Owner(layout, k, l) * chunk; },
       [&](size_t l, size_t k) { return l == me ? nullptr : received + (l * n + k) * chunk; },
       "reduce-scatter (inside the node)"));
+  clock.Lap("reduce-scatter inside the node", chunk);
   // The node's partial sum for each rank of this rank's inter-node group, in local order, rounded
   // to the dtype; then their sum across nodes, in node order.
   std::byte* partial = scratch.Take(2, n * chunk);
@@ -68,13 +96,16 @@ Result TwoLevelReduceScatter(transport::Transport& transport, const TwoLevelCall
     }
     codec::SumElements(terms.data(), g, dtype, count, 1.0f, partial + k * chunk);
   }
+  clock.Lap("reduce-scatter's node sums", chunk);
   ZPP_CHECK(transport.ExchangeParts(
       call.rank, call.inter, call.inter_sequence, 1, chunk,
       [partial, chunk](size_t k, size_t) -> const std::byte* { return partial + k * chunk; },
       [&](size_t k, size_t) { return k == my_node ? nullptr : partials + k * chunk; },
       "reduce-scatter (across nodes)"));
+  clock.Lap("reduce-scatter across nodes", chunk);
   for (size_t k = 0; k < n; ++k) terms[k] = (k == my_node ? partial : partials) + k * chunk;
   codec::SumElements(terms.data(), n, dtype, count, scale, recv);
+  clock.Lap("reduce-scatter's sum across nodes", chunk);
   return ncclSuccess;
 }
 
