@@ -27,8 +27,10 @@ class StageClock {
   void Lap(const char* stage, size_t bytes) {
     if (!on_) return;
     const Clock::time_point now = Clock::now();
-    ZPP_TRACE(kExec, "%s: %zu bytes a part, %.3f ms", stage, bytes,
-              std::chrono::duration<double, std::milli>(now - start_).count());
+    // The monotonic clock is the machine's: the ranks' lines line up across processes.
+    ZPP_TRACE(kExec, "%s: %zu bytes a part, %.3f ms, ended at %.3f ms", stage, bytes,
+              std::chrono::duration<double, std::milli>(now - start_).count(),
+              std::chrono::duration<double, std::milli>(now.time_since_epoch()).count());
     start_ = now;
   }
 

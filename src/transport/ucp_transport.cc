@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -56,6 +57,13 @@ constexpr uint64_t kFaultLookPolls = 64;
 constexpr std::chrono::milliseconds kCloseBound(5000);
 // How long cancelled operations may take to finish after an abort.
 constexpr std::chrono::milliseconds kCancelBound(1000);
+
+// An RDMA device (InfiniBand, RoCE, iWARP) that UCX could use: /sys/class/infiniband not empty.
+bool HasRdmaDevice() {
+  std::error_code error;
+  return std::filesystem::is_directory("/sys/class/infiniband", error) &&
+         !std::filesystem::is_empty("/sys/class/infiniband", error);
+}
 
 // Between polls of an idle worker: spin briefly (the answer is usually microseconds away),
 // then yield the core (several ranks share few cores), then sleep a little.
@@ -108,6 +116,31 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
   return ncclSuccess;
 }
 
+namespace {
+
+// zpp's defaults for UCX, each only where the user set no UCX_* variable for it.
+void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
+  // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
+  // aborts the survivor: never what a fault-tolerant job wants. Every transport but cma (large
+  // messages then go through shared memory buffers), and on one machine none but shared memory
+  // and self.
+  const char* transports = one_machine ? "^cma,tcp" : "^cma";
+  if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", transports) != UCS_OK) {
+    ZPP_INFO(kInit, "UCP: cannot set transports %s; a peer dying mid-transfer may abort this one",
+             transports);
+  }
+  // Where TCP is the network (no RDMA device on this machine), eager sends of every size: UCX's
+  // rendezvous moved a large message across a 1000 Mbit/s link at about half its rate, eager at
+  // its rate (bench/results/all_reduce_rndv_cpu_netbed_1000mbit.md). A message that arrives
+  // before its receive is posted waits in UCX's memory, at most one collective's part per peer.
+  if (one_machine || std::getenv("UCX_RNDV_THRESH") != nullptr || HasRdmaDevice()) return;
+  if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) {
+    ZPP_INFO(kInit, "UCP: cannot set RNDV_THRESH=inf; large messages use UCX's rendezvous");
+  }
+}
+
+}  // namespace
+
 Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::milliseconds timeout,
                           std::unique_ptr<UcpTransport>* out, Address* address_out) {
   ZPP_CHECK_ARG(size >= 1 && size <= (1 << kRankBits),
@@ -123,15 +156,7 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
         "(ncclSystemError): check the UCX_* variables set");
     return ncclSystemError;
   }
-  // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
-  // aborts the survivor: never what a fault-tolerant job wants. Unless UCX_TLS says otherwise,
-  // every transport but cma (large messages then go through shared memory buffers), and on one
-  // machine none but shared memory and self.
-  const char* transports = reach == Reach::kOneMachine ? "^cma,tcp" : "^cma";
-  if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", transports) != UCS_OK) {
-    ZPP_INFO(kInit, "UCP: cannot set transports %s; a peer dying mid-transfer may abort this one",
-             transports);
-  }
+  SetUcpDefaults(config, reach == Reach::kOneMachine);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
