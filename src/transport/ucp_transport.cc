@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -57,13 +56,6 @@ constexpr uint64_t kFaultLookPolls = 64;
 constexpr std::chrono::milliseconds kCloseBound(5000);
 // How long cancelled operations may take to finish after an abort.
 constexpr std::chrono::milliseconds kCancelBound(1000);
-
-// An RDMA device (InfiniBand, RoCE, iWARP) that UCX could use: /sys/class/infiniband not empty.
-bool HasRdmaDevice() {
-  std::error_code error;
-  return std::filesystem::is_directory("/sys/class/infiniband", error) &&
-         !std::filesystem::is_empty("/sys/class/infiniband", error);
-}
 
 // Between polls of an idle worker: spin briefly (the answer is usually microseconds away),
 // then yield the core (several ranks share few cores), then sleep a little.
@@ -118,7 +110,9 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
 
 namespace {
 
-// zpp's defaults for UCX, each only where the user set no UCX_* variable for it.
+// zpp's defaults for UCX, each only where the user set no UCX_* variable for it. Not eager
+// sends of every size (RNDV_THRESH=inf), though faster over TCP: after a failed call, a send
+// still queued in UCX packed its bytes from an unmapped caller's buffer (docs/benchmarks.md).
 void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
   // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
   // aborts the survivor: never what a fault-tolerant job wants. Every transport but cma (large
@@ -128,14 +122,6 @@ void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
   if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", transports) != UCS_OK) {
     ZPP_INFO(kInit, "UCP: cannot set transports %s; a peer dying mid-transfer may abort this one",
              transports);
-  }
-  // Where TCP is the network (no RDMA device on this machine), eager sends of every size: UCX's
-  // rendezvous moved a large message across a 1000 Mbit/s link at about half its rate, eager at
-  // its rate (bench/results/all_reduce_rndv_cpu_netbed_1000mbit.md). A message that arrives
-  // before its receive is posted waits in UCX's memory, at most one collective's part per peer.
-  if (one_machine || std::getenv("UCX_RNDV_THRESH") != nullptr || HasRdmaDevice()) return;
-  if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) {
-    ZPP_INFO(kInit, "UCP: cannot set RNDV_THRESH=inf; large messages use UCX's rendezvous");
   }
 }
 
