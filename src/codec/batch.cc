@@ -97,6 +97,29 @@ Result CheckReduceBatchInto(const char* api, std::span<const std::byte> pieces,
   return ncclSuccess;
 }
 
+Result CheckRequantizeBatch(const char* api, std::span<const std::byte> pieces,
+                            const ReduceBatch& batch, size_t count, const Format& format,
+                            float scale_after_sum, const Format& out_format,
+                            std::span<const std::byte> out_pieces) {
+  ZPP_CHECK(CheckReduceBatch(api, pieces, batch, count, format, scale_after_sum));
+  ZPP_CHECK(CheckFormat(api, ncclFloat32, out_format));
+  return CheckPiece(api, "out_pieces", out_pieces.data(), out_pieces.size(),
+                    PieceBytes(count, ncclFloat32, out_format) * batch.items);
+}
+
+Result CheckFeedbackBatch(const char* api, std::span<const std::byte> pieces,
+                          const ReduceBatch& batch, size_t count, const Format& format,
+                          const Format& out_format, std::span<const std::byte> out_pieces,
+                          const Format& residual_format, std::span<const std::byte> residuals) {
+  ZPP_CHECK(CheckReduceBatch(api, pieces, batch, count, format, 1.0f));
+  ZPP_CHECK(CheckFormat(api, ncclFloat32, out_format));
+  ZPP_CHECK(CheckFormat(api, ncclFloat32, residual_format));
+  ZPP_CHECK(CheckPiece(api, "out_pieces", out_pieces.data(), out_pieces.size(),
+                       PieceBytes(count, ncclFloat32, out_format) * batch.items));
+  return CheckPiece(api, "residuals", residuals.data(), residuals.size(),
+                    PieceBytes(count, ncclFloat32, residual_format) * batch.items);
+}
+
 Result CheckCopyBatch(const char* api, std::span<const std::byte> src, std::span<std::byte> dst,
                       size_t bytes, const BatchMap& map) {
   ZPP_CHECK(CheckRadix(api, map));
@@ -171,13 +194,10 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
                                        size_t count, const Format& format, float scale_after_sum,
                                        const Format& out_format, const Rounding& rounding,
                                        std::span<std::byte> out_pieces) {
-  constexpr const char* kApi = "codec::DequantizeReduceRequantizeBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
+  ZPP_CHECK(CheckRequantizeBatch("codec::DequantizeReduceRequantizeBatch", pieces, batch, count,
+                                 format, scale_after_sum, out_format, out_pieces));
   const uint64_t piece = PieceBytes(count, ncclFloat32, format);
   const uint64_t out_piece = PieceBytes(count, ncclFloat32, out_format);
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       out_piece * batch.items));
   for (uint64_t item = 0; item < batch.items; ++item) {
     ZPP_CHECK(DequantizeReduceRequantize(Terms(pieces, batch, item, piece), count, format,
                                          scale_after_sum, out_format,
@@ -191,17 +211,11 @@ Result DequantizeReduceRequantizeFeedbackBatch(
     std::span<const std::byte> pieces, const ReduceBatch& batch, size_t count, const Format& format,
     const Format& out_format, const Rounding& rounding, std::span<std::byte> out_pieces,
     const Format& residual_format, bool residual_valid, std::span<std::byte> residuals) {
-  constexpr const char* kApi = "codec::DequantizeReduceRequantizeFeedbackBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, 1.0f));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
+  ZPP_CHECK(CheckFeedbackBatch("codec::DequantizeReduceRequantizeFeedbackBatch", pieces, batch,
+                               count, format, out_format, out_pieces, residual_format, residuals));
   const uint64_t piece = PieceBytes(count, ncclFloat32, format);
   const uint64_t out_piece = PieceBytes(count, ncclFloat32, out_format);
   const uint64_t residual = PieceBytes(count, ncclFloat32, residual_format);
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       out_piece * batch.items));
-  ZPP_CHECK(
-      CheckPiece(kApi, "residuals", residuals.data(), residuals.size(), residual * batch.items));
   for (uint64_t item = 0; item < batch.items; ++item) {
     const Feedback feedback{residual_format, residual_valid,
                             residuals.subspan(item * residual, residual)};

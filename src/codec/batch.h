@@ -65,6 +65,16 @@ Result CheckReduceBatch(const char* api, std::span<const std::byte> pieces,
 Result CheckReduceBatchInto(const char* api, std::span<const std::byte> pieces,
                             const ReduceBatch& batch, size_t count, const Format& format,
                             float scale_after_sum, TensorView output);
+// CheckReduceBatch, and an output piece of every sum.
+Result CheckRequantizeBatch(const char* api, std::span<const std::byte> pieces,
+                            const ReduceBatch& batch, size_t count, const Format& format,
+                            float scale_after_sum, const Format& out_format,
+                            std::span<const std::byte> out_pieces);
+// CheckRequantizeBatch at a factor of 1, and a residual piece of every sum.
+Result CheckFeedbackBatch(const char* api, std::span<const std::byte> pieces,
+                          const ReduceBatch& batch, size_t count, const Format& format,
+                          const Format& out_format, std::span<const std::byte> out_pieces,
+                          const Format& residual_format, std::span<const std::byte> residuals);
 Result CheckCopyBatch(const char* api, std::span<const std::byte> src, std::span<std::byte> dst,
                       size_t bytes, const BatchMap& map);
 

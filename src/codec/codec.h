@@ -57,6 +57,19 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
                                   const Format& out_format, const Rounding& rounding,
                                   std::span<std::byte> out_piece);
 
+// The list forms' argument checks (ncclSuccess, or one WARN and ncclInvalidArgument), shared
+// with the GPU codec (src/codec_gpu/codec_gpu.h) so that both reject a call alike.
+Result CheckDequantize(const char* api, std::span<const PlacedPiece> pieces, size_t count,
+                       const Format& format, TensorView output);
+Result CheckDequantizeReduce(const char* api, std::span<const std::span<const std::byte>> pieces,
+                             size_t count, const Format& format, float scale_after_sum,
+                             TensorView output);
+Result CheckDequantizeReduceRequantize(const char* api,
+                                       std::span<const std::span<const std::byte>> pieces,
+                                       size_t count, const Format& format, float scale_after_sum,
+                                       const Format& out_format,
+                                       std::span<const std::byte> out_piece);
+
 // The 64-bit fingerprint of a buffer (kernels/math/fingerprint_math.h).
 Result Fingerprint(std::span<const std::byte> bytes, uint64_t* fingerprint);
 

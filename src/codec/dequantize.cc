@@ -10,19 +10,24 @@
 
 namespace zpp::codec {
 
-Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
-                  TensorView output) {
-  constexpr const char* kApi = "codec::Dequantize";
-  ZPP_CHECK(CheckFormat(kApi, output.dtype, format));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK(CheckCount(kApi, count));
-  const PieceLayout layout = PieceLayout::Of(count, format);
+Result CheckDequantize(const char* api, std::span<const PlacedPiece> pieces, size_t count,
+                       const Format& format, TensorView output) {
+  ZPP_CHECK(CheckFormat(api, output.dtype, format));
+  ZPP_CHECK(CheckTensor(api, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK(CheckCount(api, count));
+  const uint64_t piece = PieceLayout::Of(count, format).TotalBytes();
   for (size_t i = 0; i < pieces.size(); ++i) {
     const std::string name = "pieces[" + std::to_string(i) + "]";
-    ZPP_CHECK(CheckPiece(kApi, name.c_str(), pieces[i].bytes.data(), pieces[i].bytes.size(),
-                         layout.TotalBytes()));
-    ZPP_CHECK(CheckPlacement(kApi, i, pieces[i].output_offset, count, output.count));
+    ZPP_CHECK(CheckPiece(api, name.c_str(), pieces[i].bytes.data(), pieces[i].bytes.size(), piece));
+    ZPP_CHECK(CheckPlacement(api, i, pieces[i].output_offset, count, output.count));
   }
+  return ncclSuccess;
+}
+
+Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
+                  TensorView output) {
+  ZPP_CHECK(CheckDequantize("codec::Dequantize", pieces, count, format, output));
+  const PieceLayout layout = PieceLayout::Of(count, format);
 
   const size_t block = static_cast<size_t>(format.block);
   std::array<float, kMaxRun> values;

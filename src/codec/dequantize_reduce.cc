@@ -17,14 +17,14 @@ namespace {
 using Pieces = std::span<const std::span<const std::byte>>;
 
 Result CheckInputs(const char* api, Pieces pieces, size_t count, const Format& format,
-                   float scale_after_sum, const PieceLayout& layout) {
+                   float scale_after_sum) {
   ZPP_CHECK(CheckFormat(api, ncclFloat32, format));
   ZPP_CHECK(CheckCount(api, count));
   ZPP_CHECK(CheckReduction(api, pieces.size(), scale_after_sum));
+  const uint64_t piece = PieceLayout::Of(count, format).TotalBytes();
   for (size_t i = 0; i < pieces.size(); ++i) {
     const std::string name = "pieces[" + std::to_string(i) + "]";
-    ZPP_CHECK(
-        CheckPiece(api, name.c_str(), pieces[i].data(), pieces[i].size(), layout.TotalBytes()));
+    ZPP_CHECK(CheckPiece(api, name.c_str(), pieces[i].data(), pieces[i].size(), piece));
   }
   return ncclSuccess;
 }
@@ -45,14 +45,30 @@ void SumRun(Pieces pieces, const PieceLayout& layout, const Format& format, uint
 
 }  // namespace
 
+Result CheckDequantizeReduce(const char* api, Pieces pieces, size_t count, const Format& format,
+                             float scale_after_sum, TensorView output) {
+  ZPP_CHECK(CheckInputs(api, pieces, count, format, scale_after_sum));
+  ZPP_CHECK(CheckTensor(api, "output", output.data, output.dtype, output.count));
+  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
+                api, output.count, count);
+  return ncclSuccess;
+}
+
+Result CheckDequantizeReduceRequantize(const char* api, Pieces pieces, size_t count,
+                                       const Format& format, float scale_after_sum,
+                                       const Format& out_format,
+                                       std::span<const std::byte> out_piece) {
+  ZPP_CHECK(CheckInputs(api, pieces, count, format, scale_after_sum));
+  ZPP_CHECK(CheckFormat(api, ncclFloat32, out_format));
+  return CheckPiece(api, "out_piece", out_piece.data(), out_piece.size(),
+                    PieceLayout::Of(count, out_format).TotalBytes());
+}
+
 Result DequantizeReduce(Pieces pieces, size_t count, const Format& format, float scale_after_sum,
                         TensorView output) {
-  constexpr const char* kApi = "codec::DequantizeReduce";
+  ZPP_CHECK(CheckDequantizeReduce("codec::DequantizeReduce", pieces, count, format, scale_after_sum,
+                                  output));
   const PieceLayout layout = PieceLayout::Of(count, format);
-  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
-                kApi, output.count, count);
 
   const size_t block = static_cast<size_t>(format.block);
   std::array<float, kMaxRun> sum;
@@ -68,13 +84,10 @@ Result DequantizeReduce(Pieces pieces, size_t count, const Format& format, float
 Result DequantizeReduceRequantize(Pieces pieces, size_t count, const Format& format,
                                   float scale_after_sum, const Format& out_format,
                                   const Rounding& rounding, std::span<std::byte> out_piece) {
-  constexpr const char* kApi = "codec::DequantizeReduceRequantize";
+  ZPP_CHECK(CheckDequantizeReduceRequantize("codec::DequantizeReduceRequantize", pieces, count,
+                                            format, scale_after_sum, out_format, out_piece));
   const PieceLayout layout = PieceLayout::Of(count, format);
-  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
   const PieceLayout out_layout = PieceLayout::Of(count, out_format);
-  ZPP_CHECK(
-      CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(), out_layout.TotalBytes()));
 
   const uint64_t stream_key = StreamKey(rounding.seed, rounding.rank, rounding.epoch);
   // A run of whole blocks of both formats (powers of two: the larger is a multiple of both).
@@ -95,13 +108,13 @@ Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const For
                                           const Rounding& rounding, std::span<std::byte> out_piece,
                                           const Feedback& feedback) {
   constexpr const char* kApi = "codec::DequantizeReduceRequantizeFeedback";
-  const PieceLayout layout = PieceLayout::Of(count, format);
-  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum, layout));
+  ZPP_CHECK(CheckInputs(kApi, pieces, count, format, scale_after_sum));
   ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
   ZPP_CHECK(CheckFormat(kApi, ncclFloat32, feedback.format));
   // The residual is added where the sum is requantized: in one domain, so no rotation anywhere.
   ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !feedback.format.rotate,
                 "%s: error feedback takes unrotated formats" ZPP_BUG_REPORT, kApi);
+  const PieceLayout layout = PieceLayout::Of(count, format);
   const PieceLayout out_layout = PieceLayout::Of(count, out_format);
   const PieceLayout residual_layout = PieceLayout::Of(count, feedback.format);
   ZPP_CHECK(

@@ -1,34 +1,16 @@
 #include "codec_gpu/codec_gpu.h"
 
-#include <string>
-
 #include "codec/batch.h"
-#include "codec/validate.h"
-#include "zpp/format.h"
+#include "codec/codec.h"
 
 namespace zpp::codec::gpu {
 namespace {
 
-// Bytes a piece of `count` elements in `format` holds, padding excluded.
-uint64_t PieceBytesUsed(size_t count, const Format& format) {
-  return zppPieceScaleBytes(count, format.block) + zppPiecePayloadBytes(count, format.bits);
-}
-
-// The list forms' pieces: each holds a piece of `count` elements, and a launch takes at most
-// kMaxReducePieces of them.
-Result CheckReduceInputs(const char* api, std::span<const std::span<const std::byte>> pieces,
-                         size_t count, const Format& format, float scale_after_sum) {
-  ZPP_CHECK(CheckFormat(api, ncclFloat32, format));
-  ZPP_CHECK(CheckCount(api, count));
-  ZPP_CHECK(CheckReduction(api, pieces.size(), scale_after_sum));
-  ZPP_CHECK_ARG(pieces.size() <= kMaxReducePieces,
-                "%s: %zu pieces, at most %zu in one call" ZPP_BUG_REPORT, api, pieces.size(),
+// The list forms' pieces travel as kernel arguments: at most kMaxReducePieces in one call.
+Result CheckListLength(const char* api, size_t pieces) {
+  ZPP_CHECK_ARG(pieces <= kMaxReducePieces,
+                "%s: %zu pieces, at most %zu in one call" ZPP_BUG_REPORT, api, pieces,
                 kMaxReducePieces);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const std::string name = "pieces[" + std::to_string(i) + "]";
-    ZPP_CHECK(CheckPiece(api, name.c_str(), pieces[i].data(), pieces[i].size(),
-                         PieceBytesUsed(count, format)));
-  }
   return ncclSuccess;
 }
 
@@ -67,15 +49,7 @@ Result DequantizeBatch(std::span<const std::byte> pieces, size_t count, const Ba
 Result Dequantize(std::span<const PlacedPiece> pieces, size_t count, const Format& format,
                   TensorView output, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::Dequantize";
-  ZPP_CHECK(CheckFormat(kApi, output.dtype, format));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK(CheckCount(kApi, count));
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const std::string name = "pieces[" + std::to_string(i) + "]";
-    ZPP_CHECK(CheckPiece(kApi, name.c_str(), pieces[i].bytes.data(), pieces[i].bytes.size(),
-                         PieceBytesUsed(count, format)));
-    ZPP_CHECK(CheckPlacement(kApi, i, pieces[i].output_offset, count, output.count));
-  }
+  ZPP_CHECK(CheckDequantize(kApi, pieces, count, format, output));
   return CheckCuda(kApi, LaunchDequantize(pieces, count, format, output, stream));
 }
 
@@ -83,10 +57,8 @@ Result DequantizeReduce(std::span<const std::span<const std::byte>> pieces, size
                         const Format& format, float scale_after_sum, TensorView output,
                         cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::DequantizeReduce";
-  ZPP_CHECK(CheckReduceInputs(kApi, pieces, count, format, scale_after_sum));
-  ZPP_CHECK(CheckTensor(kApi, "output", output.data, output.dtype, output.count));
-  ZPP_CHECK_ARG(output.count == count, "%s: output has %zu elements, the pieces %zu" ZPP_BUG_REPORT,
-                kApi, output.count, count);
+  ZPP_CHECK(CheckDequantizeReduce(kApi, pieces, count, format, scale_after_sum, output));
+  ZPP_CHECK(CheckListLength(kApi, pieces.size()));
   return CheckCuda(kApi,
                    LaunchDequantizeReduce(pieces, count, format, scale_after_sum, output, stream));
 }
@@ -105,10 +77,9 @@ Result DequantizeReduceRequantize(std::span<const std::span<const std::byte>> pi
                                   const Format& out_format, const Rounding& rounding,
                                   std::span<std::byte> out_piece, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantize";
-  ZPP_CHECK(CheckReduceInputs(kApi, pieces, count, format, scale_after_sum));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  ZPP_CHECK(CheckPiece(kApi, "out_piece", out_piece.data(), out_piece.size(),
-                       PieceBytesUsed(count, out_format)));
+  ZPP_CHECK(CheckDequantizeReduceRequantize(kApi, pieces, count, format, scale_after_sum,
+                                            out_format, out_piece));
+  ZPP_CHECK(CheckListLength(kApi, pieces.size()));
   return CheckCuda(
       kApi, LaunchDequantizeReduceRequantize(pieces, count, format, scale_after_sum, out_format,
                                              rounding, out_piece.data(), stream));
@@ -119,10 +90,8 @@ Result DequantizeReduceRequantizeBatch(std::span<const std::byte> pieces, const 
                                        const Format& out_format, const Rounding& rounding,
                                        std::span<std::byte> out_pieces, cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, scale_after_sum));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       PieceBytesUsed(count, out_format) * batch.items));
+  ZPP_CHECK(CheckRequantizeBatch(kApi, pieces, batch, count, format, scale_after_sum, out_format,
+                                 out_pieces));
   return CheckCuda(kApi, LaunchDequantizeReduceRequantizeBatch(
                              pieces.data(), batch, count, format, scale_after_sum, out_format,
                              rounding, out_pieces.data(), stream));
@@ -134,20 +103,16 @@ Result DequantizeReduceRequantizeFeedbackBatch(
     const Format& residual_format, bool residual_valid, std::span<std::byte> residuals,
     cudaStream_t stream) {
   constexpr const char* kApi = "codec::gpu::DequantizeReduceRequantizeFeedbackBatch";
-  ZPP_CHECK(CheckReduceBatch(kApi, pieces, batch, count, format, 1.0f));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, out_format));
-  ZPP_CHECK(CheckFormat(kApi, ncclFloat32, residual_format));
+  ZPP_CHECK(CheckFeedbackBatch(kApi, pieces, batch, count, format, out_format, out_pieces,
+                               residual_format, residuals));
+  // The feedback kernel's own limits: one domain, and one thread block encodes a block of the
+  // output and of the residual alike.
   ZPP_CHECK_ARG(!format.rotate && !out_format.rotate && !residual_format.rotate,
                 "%s: error feedback takes unrotated formats" ZPP_BUG_REPORT, kApi);
-  // One thread block encodes a block of the output and of the residual alike.
   ZPP_CHECK_ARG(
       residual_format.bits == 8 && residual_format.block == out_format.block,
       "%s: the residual is int8 in the output's block size (bits %d, block %d)" ZPP_BUG_REPORT,
       kApi, residual_format.bits, residual_format.block);
-  ZPP_CHECK(CheckPiece(kApi, "out_pieces", out_pieces.data(), out_pieces.size(),
-                       PieceBytesUsed(count, out_format) * batch.items));
-  ZPP_CHECK(CheckPiece(kApi, "residuals", residuals.data(), residuals.size(),
-                       PieceBytesUsed(count, residual_format) * batch.items));
   return CheckCuda(kApi,
                    LaunchDequantizeReduceRequantizeFeedbackBatch(
                        pieces.data(), batch, count, format, out_format, rounding, out_pieces.data(),
