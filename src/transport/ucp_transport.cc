@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
+#include <filesystem>
 #include <thread>
 
 #include "transport/ucx_quiet_close.h"
@@ -49,13 +49,27 @@ ucp_tag_t Tag(GroupKind kind, bool point_to_point, int source, const CallLabel& 
 constexpr std::chrono::milliseconds kNoteWait(300);
 // How often a waiting rank looks whether the peers it waits for still run.
 constexpr std::chrono::milliseconds kLivenessPeriod(100);
-// Idle polls between looks for a fault while a wait makes no progress.
+// Idle polls between looks for a fault while a wait makes no progress, and the longest time
+// between two looks while it does (a call whose messages cannot match keeps a worker busy with
+// unexpected eager data, and a peer's note must still be read).
 constexpr uint64_t kFaultLookPolls = 64;
+constexpr std::chrono::milliseconds kFaultLookPeriod(5);
 
 // How long the last operations of a healthy transport may take to drain at close.
 constexpr std::chrono::milliseconds kCloseBound(5000);
 // How long cancelled operations may take to finish after an abort.
 constexpr std::chrono::milliseconds kCancelBound(1000);
+// After a failed call, how long a worker with sends still in progress may have nothing to
+// progress before their endpoints are closed or the worker frozen (Release): a rendezvous send
+// whose receive never comes.
+constexpr std::chrono::milliseconds kSendsQuietBound(20);
+
+// An RDMA device (InfiniBand, RoCE, iWARP) that UCX could use: /sys/class/infiniband not empty.
+bool HasRdmaDevice() {
+  std::error_code error;
+  return std::filesystem::is_directory("/sys/class/infiniband", error) &&
+         !std::filesystem::is_empty("/sys/class/infiniband", error);
+}
 
 // Between polls of an idle worker: spin briefly (the answer is usually microseconds away),
 // then yield the core (several ranks share few cores), then sleep a little.
@@ -110,9 +124,7 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
 
 namespace {
 
-// zpp's defaults for UCX, each only where the user set no UCX_* variable for it. Not eager
-// sends of every size (RNDV_THRESH=inf), though faster over TCP: after a failed call, a send
-// still queued in UCX packed its bytes from an unmapped caller's buffer (docs/benchmarks.md).
+// zpp's defaults for UCX, each only where the user set no UCX_* variable for it.
 void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
   // cma (process_vm_readv/writev) treats a peer that died mid-transfer as a fatal error and
   // aborts the survivor: never what a fault-tolerant job wants. Every transport but cma (large
@@ -122,6 +134,15 @@ void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
   if (std::getenv("UCX_TLS") == nullptr && ucp_config_modify(config, "TLS", transports) != UCS_OK) {
     ZPP_INFO(kInit, "UCP: cannot set transports %s; a peer dying mid-transfer may abort this one",
              transports);
+  }
+  // Where TCP is the network (no RDMA device on this machine), eager sends of every size: UCX's
+  // rendezvous moved a large message across a 1000 Mbit/s link at about half its rate, eager at
+  // its rate (bench/results/all_reduce_rndv_cpu_netbed_1000mbit.md). A message that arrives
+  // before its receive is posted waits in UCX's memory, at most one collective's part per peer.
+  // A failed call's eager sends still queued are ended before its error returns (Release).
+  if (one_machine || std::getenv("UCX_RNDV_THRESH") != nullptr || HasRdmaDevice()) return;
+  if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) {
+    ZPP_INFO(kInit, "UCP: cannot set RNDV_THRESH=inf; large messages use UCX's rendezvous");
   }
 }
 
@@ -259,18 +280,22 @@ UcpTransport::~UcpTransport() {
   // Healthy: flush, so that the last messages reach ranks still receiving them; a peer that
   // closed first (it completed every call too) fails the flush, which UCX would print as an
   // ERROR at the end of a good job. Broken: a peer may be gone and never answer the flush; the
-  // bound is short, the worker ends the rest, and UCX says what it found.
-  std::optional<QuietCloseScope> quiet;
-  if (healthy) quiet.emplace();
-  CloseEndpoints(healthy ? kCloseBound : kCancelBound);
-  for (void* request : note_sends_) ucp_request_free(request);
-  note_sends_.clear();
+  // bound is short, the worker ends the rest, and UCX says what it found. Frozen: no flush, as
+  // no progress (Release); destroying the worker purges its queues without reading them.
+  QuietCloseScope quiet(healthy);
+  if (!frozen_) CloseEndpoints(healthy ? kCloseBound : kCancelBound);
+  for (const NoteSend& sent : note_sends_) {
+    if (sent.request != nullptr) ucp_request_free(sent.request);
+  }
   worker_.reset();  // within the scope: the worker ends the closes still pending
-  if (quiet && quiet->flush_errors() > 0) {
+  note_sends_.clear();
+  const QuietCloseScope::Counts& counts = quiet.counts();
+  if (counts.flush_errors + counts.left_unreceived > 0) {
     ZPP_INFO(kInit,
-             "UCP: rank %d closed; %d flush message(s) of UCX found a peer already closed (it "
-             "left first, after its last call) and were not printed",
-             rank_, quiet->flush_errors());
+             "UCP: rank %d closed; UCX's messages not printed: %d flush(es) that found a peer "
+             "already closed (it left first, after its last call), %d buffer(s) of messages no "
+             "call received (a failed call's)",
+             rank_, counts.flush_errors, counts.left_unreceived);
   }
 }
 
@@ -406,11 +431,11 @@ Result UcpTransport::Fail(Result result, const std::string& reason, const Note* 
 void UcpTransport::SendNote(int to, const Note& note) {
   if (peers_[to].endpoint == nullptr || peers_[to].failed != UCS_OK) return;
   ucp_request_param_t param{};
-  // Small enough to be sent at once (eager): UCX copies it before the call returns.
-  void* request =
-      ucp_tag_send_nbx(peers_[to].endpoint, &note, sizeof(note),
-                       kNoteTag | (static_cast<ucp_tag_t>(rank_) << kRankShift), &param);
-  if (request != nullptr && !UCS_PTR_IS_ERR(request)) note_sends_.push_back(request);
+  NoteSend sent{nullptr, std::make_unique<Note>(note)};
+  sent.request = ucp_tag_send_nbx(peers_[to].endpoint, sent.body.get(), sizeof(note),
+                                  kNoteTag | (static_cast<ucp_tag_t>(rank_) << kRankShift), &param);
+  if (UCS_PTR_IS_ERR(sent.request)) sent.request = nullptr;
+  note_sends_.push_back(std::move(sent));
 }
 
 bool UcpTransport::TakeNote(Note* note) {
@@ -487,36 +512,98 @@ Result UcpTransport::LookForFaults(const std::vector<Pending>& pending, const ch
 }
 
 void UcpTransport::Release(std::vector<Pending>* pending) {
-  // Receives are cancelled and awaited (briefly): UCX must not write into buffers the caller
-  // may free once the error is out. Sends only read the caller's buffers; one to a dead peer
-  // never completes, so it is handed back to UCX as it stands.
+  // Before the error reaches the caller, UCX must let go of its buffers: the caller may free
+  // them at once. Receives are cancelled. A send cannot be (UCX 1.13), and an eager one still
+  // queued packs its bytes whenever the worker progresses next: sends finish while the worker
+  // has data to move (this rank's notes follow them); then each endpoint to another machine with
+  // a send still in progress is force-closed, which ends its sends unread (UCS_ERR_CANCELED).
+  // An endpoint on this machine cannot be (UCP_ERR_HANDLING_MODE_NONE): the worker is frozen.
   for (Pending& p : *pending) {
-    if (p.request == nullptr) continue;
-    if (p.is_receive) {
-      ucp_request_cancel(worker_.get(), p.request);
-    } else {
-      ucp_request_free(p.request);
-      p.request = nullptr;
-    }
+    if (p.request != nullptr && p.is_receive) ucp_request_cancel(worker_.get(), p.request);
   }
-  const Clock::time_point deadline = Clock::now() + kCancelBound;
+  size_t unfinished = AwaitBy(pending, Clock::now() + kCancelBound, kSendsQuietBound);
+  std::vector<Pending> closing;
+  for (const Pending& p : *pending) {
+    if (p.request == nullptr || p.is_receive) continue;
+    Peer& peer = peers_[p.peer];
+    if (peer.same_machine || peer.endpoint == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* request = ucp_ep_close_nbx(peer.endpoint, &param);
+    peer.endpoint = nullptr;
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back({request, 0, false, -1});
+  }
+  if (!closing.empty()) {
+    pending->insert(pending->end(), closing.begin(), closing.end());
+    unfinished = AwaitBy(pending, Clock::now() + kCancelBound, kCancelBound);
+  }
+  if (unfinished > 0 && !frozen_) {
+    frozen_ = true;
+    ZPP_INFO(kInit,
+             "UCP: rank %d: %zu operation(s) of the failed call still hold the caller's buffers; "
+             "the transport's worker is not progressed again and its close skips the flush",
+             rank_, unfinished);
+  }
+  for (const Pending& p : *pending) {
+    if (p.request != nullptr) ucp_request_free(p.request);  // UCX ends each with the worker
+  }
+  pending->clear();
+}
+
+size_t UcpTransport::AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
+                             std::chrono::milliseconds quiet) {
   uint64_t idle = 0;
+  Clock::time_point active = Clock::now();
   for (;;) {
-    bool done = true;
+    size_t in_progress = 0;
     for (Pending& p : *pending) {
       if (p.request == nullptr) continue;
-      if (ucp_request_check_status(p.request) == UCS_INPROGRESS && Clock::now() < deadline) {
-        done = false;
+      if (ucp_request_check_status(p.request) == UCS_INPROGRESS) {
+        ++in_progress;
         continue;
       }
       ucp_request_free(p.request);
       p.request = nullptr;
     }
-    if (done) break;
-    if (ucp_worker_progress(worker_.get()) != 0) idle = 0;
+    const Clock::time_point now = Clock::now();
+    if (in_progress == 0 || frozen_ || now >= deadline || now - active >= quiet) {
+      return in_progress;
+    }
+    if (ucp_worker_progress(worker_.get()) != 0) {
+      idle = 0;
+      active = now;
+    }
     Backoff(idle++);
   }
-  pending->clear();
+}
+
+std::string UcpTransport::FreeEnded(std::vector<Pending>* pending, bool* all_ended) {
+  *all_ended = true;
+  std::string failed;
+  for (Pending& p : *pending) {
+    if (p.request == nullptr) continue;
+    const ucs_status_t status = ucp_request_check_status(p.request);
+    if (status == UCS_INPROGRESS) {
+      *all_ended = false;
+      continue;
+    }
+    if (status == UCS_OK && p.is_receive) {
+      ucp_tag_recv_info_t info{};
+      if (ucp_tag_recv_request_test(p.request, &info) == UCS_OK &&
+          info.length != p.expected_bytes) {
+        failed = "a message of " + std::to_string(info.length) + " bytes from rank " +
+                 std::to_string(p.peer) + " where " + std::to_string(p.expected_bytes) +
+                 " were expected";
+      }
+    } else if (status != UCS_OK) {
+      failed = std::string("an operation with rank ") + std::to_string(p.peer) +
+               " failed: " + ucs_status_string(status);
+    }
+    ucp_request_free(p.request);
+    p.request = nullptr;
+  }
+  return failed;
 }
 
 Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
@@ -530,6 +617,7 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
   // cores need for their compute.
   bool slept = false;
   uint64_t idle = 0;
+  Clock::time_point next_look = start + kFaultLookPeriod;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -538,30 +626,8 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
         return static_cast<Result>(broken_.load());
       }
       while (ucp_worker_progress(worker_.get()) != 0) idle = slept ? kYieldPolls : 0;
-      bool done = true;
-      std::string failed;
-      for (Pending& p : *pending) {
-        if (p.request == nullptr) continue;
-        const ucs_status_t status = ucp_request_check_status(p.request);
-        if (status == UCS_INPROGRESS) {
-          done = false;
-          continue;
-        }
-        if (status == UCS_OK && p.is_receive) {
-          ucp_tag_recv_info_t info{};
-          if (ucp_tag_recv_request_test(p.request, &info) == UCS_OK &&
-              info.length != p.expected_bytes) {
-            failed = "a message of " + std::to_string(info.length) + " bytes from rank " +
-                     std::to_string(p.peer) + " where " + std::to_string(p.expected_bytes) +
-                     " were expected";
-          }
-        } else if (status != UCS_OK) {
-          failed = std::string("an operation with rank ") + std::to_string(p.peer) +
-                   " failed: " + ucs_status_string(status);
-        }
-        ucp_request_free(p.request);
-        p.request = nullptr;
-      }
+      bool done = false;
+      const std::string failed = FreeEnded(pending, &done);
       if (!failed.empty()) {
         const Result result = Fail(ncclRemoteError, std::string(what) + ": " + failed);
         Release(pending);
@@ -571,13 +637,14 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
         pending->clear();
         return ncclSuccess;
       }
-      if (idle >= kFaultLookPolls && idle % kFaultLookPolls == 0) {
+      const Clock::time_point now = Clock::now();
+      if ((idle >= kFaultLookPolls && idle % kFaultLookPolls == 0) || now >= next_look) {
+        next_look = now + kFaultLookPeriod;
         if (Result found = LookForFaults(*pending, what); found != ncclSuccess) {
           Release(pending);
           return found;
         }
       }
-      const Clock::time_point now = Clock::now();
       if (!warned && now >= warn_at) {
         warned = true;
         ZPP_WARN(

@@ -110,9 +110,17 @@ class UcpTransport final : public Transport {
   void SendNote(int to, const Note& note);
   std::string CallInProgress() const;                              // "call 5, all_gather of ..."
   std::string RanksOf(const std::vector<Pending>& pending) const;  // not yet heard from
+  // Ends a failed call's operations so that UCX holds none of the caller's buffers. Under mutex_.
   void Release(std::vector<Pending>* pending);
+  // Progresses until every operation has ended, the deadline, or `quiet` with nothing to
+  // progress; frees those that ended and returns how many have not. Under mutex_.
+  size_t AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
+                 std::chrono::milliseconds quiet);
   void CloseEndpoints(std::chrono::milliseconds bound);
 
+  // Frees the operations that have ended; what went wrong with one ("" if nothing), and in
+  // `all_ended` whether none is left in progress. Under mutex_.
+  std::string FreeEnded(std::vector<Pending>* pending, bool* all_ended);
   // Drives the worker until every operation completed, a peer failed or the timeout passed.
   Result WaitAll(std::vector<Pending>* pending, const char* what);
   // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
@@ -131,10 +139,19 @@ class UcpTransport final : public Transport {
   int event_fd_ = -1;  // the worker's (UCP_FEATURE_WAKEUP); -1: WaitForActivity sleeps instead
   std::vector<Peer> peers_;  // by rank; ours has no endpoint; never resized after Connect
   const ProcessIdentity self_ = ProcessIdentity::Self();
-  CallLabel call_;                   // under mutex_
-  std::vector<void*> note_sends_;    // under mutex_; handed back at close
+  CallLabel call_;  // under mutex_
+  // Notes sent, under mutex_: UCX may pack one only when the peer has room, so each body lives
+  // until the worker is gone.
+  struct NoteSend {
+    void* request = nullptr;  // nullptr: sent at once
+    std::unique_ptr<Note> body;
+  };
+  std::vector<NoteSend> note_sends_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
+  // Under mutex_: a failed call left sends that UCX may still read from the caller's (maybe
+  // freed) buffer whenever the worker progresses, so it never progresses again (Release).
+  bool frozen_ = false;
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };

@@ -19,6 +19,7 @@ namespace zpp::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kRanks[] = "8";
 
@@ -148,6 +149,23 @@ TEST(MultiProcessTest, ClosingAfterThePeersLeftPrintsNoError) {
       EXPECT_LE(teardown_ms, 6000) << "rank " << r;  // the close's bound, 5 s, and slack
     }
   }
+}
+
+// A failed call's send still queued in UCX (eager, as zpp's default across machines without
+// RDMA) must not be read after the error returns: the caller frees its buffer at once.
+TEST(MultiProcessTest, FailedSendsBufferIsNotReadAfterTheError) {
+  TempDir dir;
+  const JobResult job =
+      RunLauncher(Worker({"-n", kRanks, "--timeout", "60"}, {"stuck-send", dir.path()}),
+                  {{"ZPP_TIMEOUT", "1"}, {"UCX_RNDV_THRESH", "inf"}}, 90);
+  ASSERT_EQ(job.exit_code, 0) << job.stderr_text << job.stdout_text;
+  std::ifstream in(RecordPath(dir.path(), "stuck-send", 0));
+  int sent = -1;
+  double close_ms = -1;
+  in >> sent >> close_ms;
+  ASSERT_TRUE(in);
+  EXPECT_EQ(sent, ncclRemoteError);
+  EXPECT_THAT(job.stdout_text + job.stderr_text, Not(HasSubstr("Caught signal")));
 }
 
 TEST(MultiProcessTest, RankWithDifferentSettingsFallsBackEverywhere) {

@@ -4,8 +4,10 @@
 //   zpp-mp-worker fault DIR RANK      all-gathers until RANK kills itself inside one
 //   zpp-mp-worker mismatch DIR        configuration agreement with this process's ZPP_* settings
 //   zpp-mp-worker load DIR COUNT      COUNT collectives of mixed sizes and modes; RSS sampled
+//   zpp-mp-worker stuck-send DIR      a send that times out, its buffer unmapped, then the close
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -334,12 +337,44 @@ int LeaveWithoutClosing(sim::LaunchedJob job, const std::string& dir, int late_m
   return out && result == ncclSuccess ? 0 : 1;
 }
 
+// Rank 0 sends kStuckBytes to rank 1, which does not progress for kQuietMs: the send times out
+// (ZPP_TIMEOUT=1) with most of it still queued in UCX. Rank 0 unmaps the buffer, as a caller
+// frees it after the error, and closes its transport while rank 1 takes what arrives: UCX must
+// not read the unmapped buffer. Rank 0 records "<send's result> <ms its close took>".
+int StuckSend(sim::LaunchedJob job, const std::string& dir) {
+  constexpr size_t kStuckBytes = size_t{64} << 20;
+  constexpr int kQuietMs = 2500;
+  if (job.rank != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kQuietMs));
+    if (job.rank == 1) {
+      // A receive that never matches: for ZPP_TIMEOUT, rank 1's worker takes what rank 0 queued.
+      uint64_t never = 0;
+      (void)job.transport->Recv(1, GroupKind::kWorld, 2, 0, &never, sizeof(never));
+    }
+    return 0;
+  }
+  const Clock::time_point start = Clock::now();
+  void* buffer =
+      mmap(nullptr, kStuckBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buffer == MAP_FAILED) return 1;
+  std::memset(buffer, 1, kStuckBytes);
+  const Result sent = job.transport->Send(0, GroupKind::kWorld, 1, 0, buffer, kStuckBytes);
+  munmap(buffer, kStuckBytes);
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(kQuietMs + 200));
+  const Clock::time_point teardown = Clock::now();
+  job.transport.reset();
+  std::ofstream out(RecordPath(dir, "stuck-send", job.rank));
+  out << static_cast<int>(sent) << " " << MillisecondsSince(teardown) << "\n";
+  return out ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace zpp::test
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: zpp-mp-worker matrix|p2p|fault|exit|mismatch|load DIR [ARG]\n");
+    std::fprintf(stderr,
+                 "usage: zpp-mp-worker matrix|p2p|fault|exit|mismatch|load|stuck-send DIR [ARG]\n");
     return 2;
   }
   const std::string scenario = argv[1], dir = argv[2];
@@ -354,6 +389,7 @@ int main(int argc, char** argv) {
     return zpp::test::LeaveWithoutClosing(std::move(job), dir, std::atoi(argv[3]));
   if (scenario == "mismatch") return zpp::test::Mismatch(job, dir);
   if (scenario == "load" && argc > 3) return zpp::test::Load(job, dir, std::atoll(argv[3]));
+  if (scenario == "stuck-send") return zpp::test::StuckSend(std::move(job), dir);
   std::fprintf(stderr, "zpp-mp-worker: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }
