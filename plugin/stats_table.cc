@@ -2,26 +2,17 @@
 
 #include <cinttypes>
 
+#include "common/enum_names.h"
 #include "common/text.h"
 #include "stats/stats.h"
 
 namespace zpp::plugin {
 
 const char* PathName(int path) {
-  switch (path) {
-    case zppPathPassThrough:
-      return "pass-through";
-    case zppPathQwz:
-      return "qwZ";
-    case zppPathHpz:
-      return "hpZ";
-    case zppPathQgz:
-      return "qgZ";
-    case zppPathQar:
-      return "qAR";
-    default:
-      return "?";
-  }
+  // zppPath_t's values are 0 .. zppNumPaths - 1, in this order (include/zpp/zpp.h).
+  static constexpr std::string_view kNames[] = {"pass-through", "qwZ", "hpZ", "qgZ", "qAR"};
+  static_assert(std::size(kNames) == zppNumPaths);
+  return NameIn(kNames, path, "?").data();  // literals: end in '\0'
 }
 
 std::string FormatStatsTable(const std::vector<CommStatsRow>& rows) {

@@ -1,17 +1,14 @@
 #include "bench/zpp_bench/bench_types.h"
 
+#include "common/enum_names.h"
+
 namespace zpp::bench {
 
 const char* OpName(plan::CollectiveOp op) {
-  switch (op) {
-    case plan::CollectiveOp::kAllGather:
-      return "allgather";
-    case plan::CollectiveOp::kReduceScatter:
-      return "reducescatter";
-    case plan::CollectiveOp::kAllReduce:
-      return "allreduce";
-  }
-  return "?";
+  using enum plan::CollectiveOp;
+  static constexpr NamedValue<plan::CollectiveOp> kNames[] = {
+      {kAllGather, "allgather"}, {kReduceScatter, "reducescatter"}, {kAllReduce, "allreduce"}};
+  return NameIn(kNames, op, "?").data();  // literals: end in '\0'
 }
 
 double BusBandwidthFactor(plan::CollectiveOp op, int ranks) {
@@ -20,16 +17,9 @@ double BusBandwidthFactor(plan::CollectiveOp op, int ranks) {
 }
 
 const char* DtypeName(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclFloat32:
-      return "float";
-    case ncclFloat16:
-      return "half";
-    case ncclBfloat16:
-      return "bfloat16";
-    default:
-      return "?";
-  }
+  static constexpr NamedValue<ncclDataType_t> kNames[] = {
+      {ncclFloat32, "float"}, {ncclFloat16, "half"}, {ncclBfloat16, "bfloat16"}};
+  return NameIn(kNames, dtype, "?").data();  // literals: end in '\0'
 }
 
 }  // namespace zpp::bench

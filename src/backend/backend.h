@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codec/batch.h"
+#include "common/enum_names.h"
 #include "kernels/math/codec_params.h"
 #include "kernels/math/hpz_select_math.h"
 #include "kernels/math/views.h"
@@ -55,29 +56,18 @@ class DeviceMemory {
 
 // The sub-groups of ranks a plan's stages run on. Every rank belongs to exactly one group of
 // each kind; groups are built once per communicator from its topology.
-enum class GroupKind {
-  kWorld,      // all ranks
-  kIntraNode,  // the ranks of this rank's node
-  kInterNode,  // the ranks with this rank's local rank, one per node
-  kIntraRack,  // this rank's local rank on every node of its rack
-  kInterRack,  // this rank's (node-in-rack, local rank) position in every rack
-};
+#define ZPP_GROUP_KINDS(X)                                                              \
+  X(kWorld, "world")          /* all ranks */                                           \
+  X(kIntraNode, "intra-node") /* the ranks of this rank's node */                       \
+  X(kInterNode, "inter-node") /* the ranks with this rank's local rank, one per node */ \
+  X(kIntraRack, "intra-rack") /* this rank's local rank on every node of its rack */    \
+  X(kInterRack, "inter-rack") /* its (node-in-rack, local rank) place in every rack */
+enum class GroupKind { ZPP_GROUP_KINDS(ZPP_ENUMERATOR) };
 
 // "world", "intra-node", ... for log lines.
 constexpr const char* GroupKindName(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kWorld:
-      return "world";
-    case GroupKind::kIntraNode:
-      return "intra-node";
-    case GroupKind::kInterNode:
-      return "inter-node";
-    case GroupKind::kIntraRack:
-      return "intra-rack";
-    case GroupKind::kInterRack:
-      return "inter-rack";
-  }
-  return "unknown";
+  constexpr std::string_view kNames[] = {ZPP_GROUP_KINDS(ZPP_ENUM_NAME)};
+  return NameIn(kNames, kind, "unknown").data();  // each a literal: ends in '\0'
 }
 
 // What a backend has enqueued since it was made: kernels and copies (every codec, fingerprint

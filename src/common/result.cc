@@ -1,29 +1,21 @@
 #include "common/result.h"
 
+#include "common/enum_names.h"
+
 namespace zpp {
 
 const char* ResultName(Result result) {
-  switch (result) {
-    case ncclSuccess:
-      return "ncclSuccess";
-    case ncclUnhandledCudaError:
-      return "ncclUnhandledCudaError";
-    case ncclSystemError:
-      return "ncclSystemError";
-    case ncclInternalError:
-      return "ncclInternalError";
-    case ncclInvalidArgument:
-      return "ncclInvalidArgument";
-    case ncclInvalidUsage:
-      return "ncclInvalidUsage";
-    case ncclRemoteError:
-      return "ncclRemoteError";
-    case ncclInProgress:
-      return "ncclInProgress";
-    case ncclNumResults:
-      break;
-  }
-  return "unknown ncclResult_t";
+  static constexpr NamedValue<Result> kNames[] = {
+      {ncclSuccess, "ncclSuccess"},
+      {ncclUnhandledCudaError, "ncclUnhandledCudaError"},
+      {ncclSystemError, "ncclSystemError"},
+      {ncclInternalError, "ncclInternalError"},
+      {ncclInvalidArgument, "ncclInvalidArgument"},
+      {ncclInvalidUsage, "ncclInvalidUsage"},
+      {ncclRemoteError, "ncclRemoteError"},
+      {ncclInProgress, "ncclInProgress"}};
+  static_assert(NamesEachOnce(kNames, ncclNumResults));
+  return NameIn(kNames, result, "unknown ncclResult_t").data();  // literals: end in '\0'
 }
 
 }  // namespace zpp

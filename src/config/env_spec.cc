@@ -41,31 +41,8 @@ std::string BitWidths(const EnvSpec& spec, std::string_view last) {
 }
 
 std::string_view KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kBool:
-      return "bool";
-    case Kind::kInt:
-      return "integer";
-    case Kind::kBits:
-      return "bit width";
-    case Kind::kPow2:
-      return "power of two";
-    case Kind::kBytes:
-      return "bytes (K, M, G suffix)";
-    case Kind::kLevel:
-      return "level";
-    case Kind::kTune:
-      return "off or auto";
-    case Kind::kSubsys:
-      return "subsystem list";
-    case Kind::kPath:
-      return "path";
-    case Kind::kToken:
-      return "token";
-    case Kind::kFilePattern:
-      return "file pattern";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {ZPP_ENV_KINDS(ZPP_ENUM_NAME)};
+  return NameIn(kNames, kind, "?");
 }
 
 }  // namespace zpp::config

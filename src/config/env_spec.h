@@ -6,21 +6,24 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace zpp::config {
 
-enum class Kind {
-  kBool,         // 0/1, true/false, yes/no, on/off (any case)
-  kInt,          // decimal integer within [min, max]
-  kBits,         // 2, 3, 4 or 8 within [min, max]
-  kPow2,         // power of two within [min, max]
-  kBytes,        // integer with an optional K, M or G suffix (powers of 1024), within [min, max]
-  kLevel,        // NONE, WARN, INFO, TRACE (any case), stored 0..3
-  kTune,         // OFF or AUTO (any case), stored 0 or 1
-  kSubsys,       // comma-separated subsystem names, ^ prefix negates, stored as a mask
-  kPath,         // any text; whether it can be opened is checked where it is used
-  kToken,        // [A-Za-z0-9._:-]{1,64}
-  kFilePattern,  // any text; %h and %p are substituted where it is used
-};
+// Each kind and its name in the docs' table and in a WARN.
+#define ZPP_ENV_KINDS(X)                                                                        \
+  X(kBool, "bool")                    /* 0/1, true/false, yes/no, on/off (any case) */          \
+  X(kInt, "integer")                  /* decimal integer within [min, max] */                   \
+  X(kBits, "bit width")               /* 2, 3, 4 or 8 within [min, max] */                      \
+  X(kPow2, "power of two")            /* power of two within [min, max] */                      \
+  X(kBytes, "bytes (K, M, G suffix)") /* optional K, M or G (powers of 1024), in [min, max] */  \
+  X(kLevel, "level")                  /* NONE, WARN, INFO, TRACE (any case), stored 0..3 */     \
+  X(kTune, "off or auto")             /* OFF or AUTO (any case), stored 0 or 1 */               \
+  X(kSubsys, "subsystem list")    /* comma-separated subsystems, ^ negates, stored as a mask */ \
+  X(kPath, "path")                /* any text; whether it opens is checked where it is used */  \
+  X(kToken, "token")              /* [A-Za-z0-9._:-]{1,64} */                                   \
+  X(kFilePattern, "file pattern") /* any text; %h and %p are substituted where it is used */
+enum class Kind { ZPP_ENV_KINDS(ZPP_ENUMERATOR) };
 
 // env_vars.def's Scope column.
 enum class Scope {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/enum_names.h"
 #include "common/hash.h"
 
 namespace zpp::cpu {
@@ -24,16 +25,10 @@ uint32_t Signature(CallKind kind, std::initializer_list<uint64_t> values) {
 }
 
 const char* ReductionName(plan::Reduction reduction) {
-  switch (reduction) {
-    case plan::Reduction::kSum:
-      return "sum";
-    case plan::Reduction::kAvg:
-      return "avg";
-    case plan::Reduction::kPreMulSum:
-      return "premul_sum";
-    default:
-      return "other";
-  }
+  using enum plan::Reduction;
+  static constexpr NamedValue<plan::Reduction> kNames[] = {
+      {kSum, "sum"}, {kAvg, "avg"}, {kPreMulSum, "premul_sum"}};
+  return NameIn(kNames, reduction, "other").data();  // literals: end in '\0'
 }
 
 transport::CallLabel Label(uint64_t number, uint32_t signature, std::string description) {

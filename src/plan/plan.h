@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "zpp/zpp.h"
 
 namespace zpp::plan {
@@ -65,20 +66,22 @@ struct HpzState {
   bool hit = false;  // a valid secondary partition of this key exists in this epoch on all ranks
 };
 
-enum class PlanKind {
-  kPassThrough,                   // the real NCCL call
-  kQwzFlatAllGather,              // quantize, all-gather pieces over all ranks, dequantize
-  kHierarchicalAllGather,         // inter-node gather (pieces if qwZ) then intra-node gather
-  kHpzHitAllGather,               // intra-node gather of the kept secondary partition only
-  kQgzFlatReduceScatter,          // quantize, one all-to-all over all ranks, dequantize-reduce
-  kQgzHierarchicalReduceScatter,  // intra-node all-to-all, reduce and requantize, inter-node
-                                  // all-to-all, dequantize-reduce
-  kQgzThreeLevelReduceScatter,    // the same with an inter-node-in-rack and an inter-rack stage
-  kQarHierarchicalAllReduce,      // intra-node reduce-scatter, quantized reduce-scatter and
-                                  // all-gather across nodes, intra-node all-gather
-  kQarFlatAllReduce,              // one rank per node (HSDP's replica groups): the quantized
-                                  // reduce-scatter and all-gather over all ranks
-};
+// Each plan and its name in log lines and stats. kQgzHierarchicalReduceScatter: intra-node
+// all-to-all, reduce and requantize, inter-node all-to-all, dequantize-reduce; the three-level
+// one adds an inter-node-in-rack and an inter-rack stage. kQarHierarchicalAllReduce: intra-node
+// reduce-scatter, quantized reduce-scatter and all-gather across nodes, intra-node all-gather;
+// kQarFlatAllReduce: one rank per node (HSDP's replica groups), the quantized stages over all.
+#define ZPP_PLAN_KINDS(X)                                                                       \
+  X(kPassThrough, "pass-through")                     /* the real NCCL call */                  \
+  X(kQwzFlatAllGather, "qwz-flat-allgather")          /* quantize, gather pieces, dequantize */ \
+  X(kHierarchicalAllGather, "hierarchical-allgather") /* inter-node, then intra-node gather */  \
+  X(kHpzHitAllGather, "hpz-hit-allgather")            /* intra-node gather of the kept part */  \
+  X(kQgzFlatReduceScatter, "qgz-flat-reducescatter")  /* quantize, all-to-all, reduce */        \
+  X(kQgzHierarchicalReduceScatter, "qgz-hierarchical-reducescatter")                            \
+  X(kQgzThreeLevelReduceScatter, "qgz-three-level-reducescatter")                               \
+  X(kQarHierarchicalAllReduce, "qar-hierarchical-allreduce")                                    \
+  X(kQarFlatAllReduce, "qar-flat-allreduce")
+enum class PlanKind { ZPP_PLAN_KINDS(ZPP_ENUMERATOR) };
 
 std::string_view PlanKindName(PlanKind kind);
 

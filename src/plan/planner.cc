@@ -140,27 +140,8 @@ Plan PlanAllReduce(const Call& call, const Shape& shape, const Settings& s, uint
 }  // namespace
 
 std::string_view PlanKindName(PlanKind kind) {
-  switch (kind) {
-    case PlanKind::kPassThrough:
-      return "pass-through";
-    case PlanKind::kQwzFlatAllGather:
-      return "qwz-flat-allgather";
-    case PlanKind::kHierarchicalAllGather:
-      return "hierarchical-allgather";
-    case PlanKind::kHpzHitAllGather:
-      return "hpz-hit-allgather";
-    case PlanKind::kQgzFlatReduceScatter:
-      return "qgz-flat-reducescatter";
-    case PlanKind::kQgzHierarchicalReduceScatter:
-      return "qgz-hierarchical-reducescatter";
-    case PlanKind::kQgzThreeLevelReduceScatter:
-      return "qgz-three-level-reducescatter";
-    case PlanKind::kQarHierarchicalAllReduce:
-      return "qar-hierarchical-allreduce";
-    case PlanKind::kQarFlatAllReduce:
-      return "qar-flat-allreduce";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {ZPP_PLAN_KINDS(ZPP_ENUM_NAME)};
+  return NameIn(kNames, kind, "?");
 }
 
 std::string DtypeName(ncclDataType_t dtype) {

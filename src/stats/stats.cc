@@ -1,67 +1,79 @@
 #include "stats/stats.h"
 
+#include "common/enum_names.h"
+
 namespace zpp {
 
+namespace {
+constexpr auto kRelaxed = std::memory_order_relaxed;
+}  // namespace
+
+template <typename Add>
+void StatsCounters::ForChain(const Add& add) {
+  for (StatsCounters* counters = this; counters != nullptr; counters = counters->parent_) {
+    add(*counters);
+  }
+}
+
 void StatsCounters::AddCall(zppPath_t path, uint64_t input_bytes) {
-  calls_[path].fetch_add(1, std::memory_order_relaxed);
-  input_bytes_[path].fetch_add(input_bytes, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddCall(path, input_bytes);
+  ForChain([&](StatsCounters& counters) {
+    counters.calls_[path].fetch_add(1, kRelaxed);
+    counters.input_bytes_[path].fetch_add(input_bytes, kRelaxed);
+  });
 }
 
 void StatsCounters::AddPassThrough(zppPassThroughReason_t reason, uint64_t input_bytes) {
-  calls_[zppPathPassThrough].fetch_add(1, std::memory_order_relaxed);
-  input_bytes_[zppPathPassThrough].fetch_add(input_bytes, std::memory_order_relaxed);
-  passthrough_[reason].fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddPassThrough(reason, input_bytes);
+  ForChain([&](StatsCounters& counters) {
+    counters.calls_[zppPathPassThrough].fetch_add(1, kRelaxed);
+    counters.input_bytes_[zppPathPassThrough].fetch_add(input_bytes, kRelaxed);
+    counters.passthrough_[reason].fetch_add(1, kRelaxed);
+  });
 }
 
 void StatsCounters::AddSent(zppLink_t link, uint64_t bytes) {
-  sent_bytes_[link].fetch_add(bytes, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddSent(link, bytes);
+  ForChain([&](StatsCounters& counters) { counters.sent_bytes_[link].fetch_add(bytes, kRelaxed); });
 }
 
 void StatsCounters::AddControlSent(zppLink_t link, uint64_t bytes) {
-  control_sent_bytes_[link].fetch_add(bytes, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddControlSent(link, bytes);
+  ForChain([&](StatsCounters& counters) {
+    counters.control_sent_bytes_[link].fetch_add(bytes, kRelaxed);
+  });
 }
 
 void StatsCounters::AddHpzHit() {
-  hpz_hits_.fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddHpzHit();
+  ForChain([&](StatsCounters& counters) { counters.hpz_hits_.fetch_add(1, kRelaxed); });
 }
 
 void StatsCounters::AddHpzMiss() {
-  hpz_misses_.fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddHpzMiss();
+  ForChain([&](StatsCounters& counters) { counters.hpz_misses_.fetch_add(1, kRelaxed); });
 }
 
 void StatsCounters::AddHpzVerifyFailures(uint64_t n) {
-  hpz_verify_failures_.fetch_add(n, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddHpzVerifyFailures(n);
+  ForChain([&](StatsCounters& counters) { counters.hpz_verify_failures_.fetch_add(n, kRelaxed); });
 }
 
 void StatsCounters::AddLaunches(zppPath_t path, uint64_t kernels, uint64_t collectives) {
-  kernel_launches_[path].fetch_add(kernels, std::memory_order_relaxed);
-  collective_launches_[path].fetch_add(collectives, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddLaunches(path, kernels, collectives);
+  ForChain([&](StatsCounters& counters) {
+    counters.kernel_launches_[path].fetch_add(kernels, kRelaxed);
+    counters.collective_launches_[path].fetch_add(collectives, kRelaxed);
+  });
 }
 
 void StatsCounters::AddPredictedUs(zppPath_t path, uint64_t us) {
-  predicted_us_[path].fetch_add(us, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddPredictedUs(path, us);
+  ForChain([&](StatsCounters& counters) { counters.predicted_us_[path].fetch_add(us, kRelaxed); });
 }
 
 void StatsCounters::AddMeasuredUs(zppPath_t path, uint64_t us) {
-  measured_us_[path].fetch_add(us, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddMeasuredUs(path, us);
+  ForChain([&](StatsCounters& counters) { counters.measured_us_[path].fetch_add(us, kRelaxed); });
 }
 
 void StatsCounters::NoteHpzKeptBytes(uint64_t bytes) {
-  uint64_t peak = hpz_kept_bytes_peak_.load(std::memory_order_relaxed);
-  while (bytes > peak &&
-         !hpz_kept_bytes_peak_.compare_exchange_weak(peak, bytes, std::memory_order_relaxed)) {
-  }
-  if (parent_ != nullptr) parent_->NoteHpzKeptBytes(bytes);
+  ForChain([&](StatsCounters& counters) {
+    std::atomic<uint64_t>& most = counters.hpz_kept_bytes_peak_;
+    uint64_t peak = most.load(kRelaxed);
+    while (bytes > peak && !most.compare_exchange_weak(peak, bytes, kRelaxed)) {
+    }
+  });
 }
 
 void StatsCounters::Snapshot(zppStats_t* out) const {
@@ -93,23 +105,24 @@ void StatsCounters::Snapshot(zppStats_t* out) const {
 }
 
 void StatsCounters::AddDeltaSend(bool delta) {
-  (delta ? qwz_delta_calls_ : qwz_delta_full_).fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddDeltaSend(delta);
+  ForChain([&](StatsCounters& counters) {
+    (delta ? counters.qwz_delta_calls_ : counters.qwz_delta_full_).fetch_add(1, kRelaxed);
+  });
 }
 
 void StatsCounters::AddFeedback(bool kept) {
-  (kept ? qgz_ef_calls_ : qgz_ef_without_).fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddFeedback(kept);
+  ForChain([&](StatsCounters& counters) {
+    (kept ? counters.qgz_ef_calls_ : counters.qgz_ef_without_).fetch_add(1, kRelaxed);
+  });
 }
 
 void StatsCounters::AddPlainOffNode(uint64_t bytes) {
-  plain_off_node_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddPlainOffNode(bytes);
+  ForChain(
+      [&](StatsCounters& counters) { counters.plain_off_node_bytes_.fetch_add(bytes, kRelaxed); });
 }
 
 void StatsCounters::AddHostWait() {
-  host_waits_.fetch_add(1, std::memory_order_relaxed);
-  if (parent_ != nullptr) parent_->AddHostWait();
+  ForChain([&](StatsCounters& counters) { counters.host_waits_.fetch_add(1, kRelaxed); });
 }
 
 StatsCounters& ProcessStats() {
@@ -119,43 +132,25 @@ StatsCounters& ProcessStats() {
 
 const char* PassThroughReasonName(int reason) {
   // An int, not the enum: C callers may pass anything, and loading a bad enum value is UB.
-  switch (reason) {
-    case zppReasonDisabled:
-      return "disabled";
-    case zppReasonDtype:
-      return "dtype";
-    case zppReasonRedOp:
-      return "redop";
-    case zppReasonSmall:
-      return "small";
-    case zppReasonOneRank:
-      return "one-rank";
-    case zppReasonTopology:
-      return "topology";
-    case zppReasonConfigMismatch:
-      return "config-mismatch";
-    case zppReasonNonblocking:
-      return "nonblocking";
-    case zppReasonInternal:
-      return "internal";
-    case zppReasonCapture:
-      return "capture";
-    case zppReasonUnavailable:
-      return "unavailable";
-    case zppReasonInvalidComm:
-      return "unknown-comm";
-    case zppReasonInvalidArgs:
-      return "invalid-args";
-    case zppReasonPool:
-      return "pool";
-    case zppReasonTuned:
-      return "tuned";
-    case zppReasonOneNode:
-      return "one-node";
-    default:
-      break;
-  }
-  return nullptr;
+  static constexpr NamedValue<int> kNames[] = {{zppReasonDisabled, "disabled"},
+                                               {zppReasonDtype, "dtype"},
+                                               {zppReasonRedOp, "redop"},
+                                               {zppReasonSmall, "small"},
+                                               {zppReasonOneRank, "one-rank"},
+                                               {zppReasonTopology, "topology"},
+                                               {zppReasonConfigMismatch, "config-mismatch"},
+                                               {zppReasonNonblocking, "nonblocking"},
+                                               {zppReasonInternal, "internal"},
+                                               {zppReasonCapture, "capture"},
+                                               {zppReasonUnavailable, "unavailable"},
+                                               {zppReasonInvalidComm, "unknown-comm"},
+                                               {zppReasonInvalidArgs, "invalid-args"},
+                                               {zppReasonPool, "pool"},
+                                               {zppReasonTuned, "tuned"},
+                                               {zppReasonOneNode, "one-node"}};
+  static_assert(NamesEachOnce(kNames, zppNumReasons));
+  const std::string_view name = NameIn(kNames, reason, "");
+  return name.empty() ? nullptr : name.data();  // literals: end in '\0'
 }
 
 }  // namespace zpp

@@ -64,6 +64,10 @@ class StatsCounters {
   std::atomic<uint64_t> qwz_delta_calls_{0};
   std::atomic<uint64_t> qwz_delta_full_{0};
   StatsCounters* const parent_;
+
+  // Runs `add` on these counters and on each parent's: every Add* counts up the whole chain.
+  template <typename Add>
+  void ForChain(const Add& add);
 };
 
 StatsCounters& ProcessStats();

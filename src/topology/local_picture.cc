@@ -5,17 +5,8 @@
 namespace zpp::topology {
 
 std::string_view NicPathName(NicPath path) {
-  switch (path) {
-    case NicPath::kPcieSwitch:
-      return "pcie-switch";
-    case NicPath::kHostBridge:
-      return "host-bridge";
-    case NicPath::kSameNuma:
-      return "same-numa";
-    case NicPath::kCrossNuma:
-      return "cross-numa";
-  }
-  return "unknown";
+  static constexpr std::string_view kNames[] = {ZPP_NIC_PATHS(ZPP_ENUM_NAME)};
+  return NameIn(kNames, path, "unknown");
 }
 
 const GpuInfo* LocalPicture::SelectedGpu() const {

@@ -9,19 +9,19 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "topology/pci_address.h"
 
 namespace zpp::topology {
 
 // How traffic from a GPU reaches a NIC, closest first (NCCL's PIX/PXB, PHB, NODE, SYS).
-enum class NicPath : uint8_t {
-  kPcieSwitch,  // below a common PCIe switch: no trip through the CPU
-  kHostBridge,  // through the host bridge (root complex) both hang from
-  kSameNuma,    // through the CPU, inside one NUMA node
-  kCrossNuma,   // across the inter-socket (or inter-NUMA) link
-};
+#define ZPP_NIC_PATHS(X)                                                                    \
+  X(kPcieSwitch, "pcie-switch") /* below a common PCIe switch: no trip through the CPU */   \
+  X(kHostBridge, "host-bridge") /* through the host bridge (root complex) both hang from */ \
+  X(kSameNuma, "same-numa")     /* through the CPU, inside one NUMA node */                 \
+  X(kCrossNuma, "cross-numa")   /* across the inter-socket (or inter-NUMA) link */
+enum class NicPath : uint8_t { ZPP_NIC_PATHS(ZPP_ENUMERATOR) };
 
-// "pcie-switch", "host-bridge", "same-numa", "cross-numa".
 std::string_view NicPathName(NicPath path);
 
 struct NicInfo {

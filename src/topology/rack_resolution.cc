@@ -65,17 +65,8 @@ RackChoice FromSlurm(const std::string& raw_addr, const std::optional<std::strin
 }  // namespace
 
 std::string_view RackSourceName(RackSource source) {
-  switch (source) {
-    case RackSource::kNone:
-      return "none";
-    case RackSource::kEnv:
-      return "ZPP_RACK_ID";
-    case RackSource::kTopoFile:
-      return "ZPP_TOPO_FILE";
-    case RackSource::kSlurm:
-      return "SLURM_TOPOLOGY_ADDR";
-  }
-  return "unknown";
+  static constexpr std::string_view kNames[] = {ZPP_RACK_SOURCES(ZPP_ENUM_NAME)};
+  return NameIn(kNames, source, "unknown");
 }
 
 RackChoice ResolveRack(const Config& config, const config::EnvLookup& env,

@@ -6,18 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "config/config.h"
 
 namespace zpp::topology {
 
-enum class RackSource : uint32_t {
-  kNone = 0,      // no source gave a rack (or the one that should have was unusable)
-  kEnv = 1,       // ZPP_RACK_ID
-  kTopoFile = 2,  // ZPP_TOPO_FILE
-  kSlurm = 3,     // SLURM_TOPOLOGY_ADDR
-};
+#define ZPP_RACK_SOURCES(X)                                                               \
+  X(kNone, "none") /* no source gave a rack (or the one that should have was unusable) */ \
+  X(kEnv, "ZPP_RACK_ID")                                                                  \
+  X(kTopoFile, "ZPP_TOPO_FILE")                                                           \
+  X(kSlurm, "SLURM_TOPOLOGY_ADDR")
+enum class RackSource : uint32_t { ZPP_RACK_SOURCES(ZPP_ENUMERATOR) };
 
-// "none", "ZPP_RACK_ID", "ZPP_TOPO_FILE", "SLURM_TOPOLOGY_ADDR".
 std::string_view RackSourceName(RackSource source);
 
 struct RackChoice {

@@ -3,37 +3,13 @@
 namespace zpp::topology {
 
 std::string_view GroupingBasisName(GroupingBasis basis) {
-  switch (basis) {
-    case GroupingBasis::kHosts:
-      return "hosts";
-    case GroupingBasis::kLocalSizeOverride:
-      return "ZPP_LOCAL_SIZE";
-    case GroupingBasis::kNodeIdOverride:
-      return "ZPP_NODE_ID";
-    case GroupingBasis::kFallback:
-      return "fallback";
-  }
-  return "unknown";
+  static constexpr std::string_view kNames[] = {ZPP_GROUPING_BASES(ZPP_ENUM_NAME)};
+  return NameIn(kNames, basis, "unknown");
 }
 
 std::string_view HierarchyVerdictName(HierarchyVerdict verdict) {
-  switch (verdict) {
-    case HierarchyVerdict::kAllowed:
-      return "allowed";
-    case HierarchyVerdict::kSingleRank:
-      return "single-rank";
-    case HierarchyVerdict::kSingleNode:
-      return "single-node";
-    case HierarchyVerdict::kOneRankPerNode:
-      return "one-rank-per-node";
-    case HierarchyVerdict::kUnevenNodes:
-      return "uneven-nodes";
-    case HierarchyVerdict::kInterleaved:
-      return "interleaved";
-    case HierarchyVerdict::kUntrustedRecords:
-      return "untrusted-records";
-  }
-  return "unknown";
+  static constexpr std::string_view kNames[] = {ZPP_HIERARCHY_VERDICTS(ZPP_ENUM_NAME)};
+  return NameIn(kNames, verdict, "unknown");
 }
 
 int Topology::local_size(int rank) const {

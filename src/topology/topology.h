@@ -7,30 +7,31 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "topology/rank_record.h"
 
 namespace zpp::topology {
 
 // What decided which ranks share a node.
-enum class GroupingBasis {
-  kHosts,              // the host hash (NCCL_HOSTID, else host name and boot id)
-  kLocalSizeOverride,  // ZPP_LOCAL_SIZE: blocks of that many consecutive global (RANK) ranks
-  kNodeIdOverride,     // ZPP_NODE_ID of every rank
-  kFallback,           // the records were unusable: every rank on its own node
-};
+#define ZPP_GROUPING_BASES(X)                                                                \
+  X(kHosts, "hosts") /* the host hash (NCCL_HOSTID, else host name, boot id) */              \
+  X(kLocalSizeOverride, "ZPP_LOCAL_SIZE") /* blocks of that many consecutive global ranks */ \
+  X(kNodeIdOverride, "ZPP_NODE_ID")       /* ZPP_NODE_ID of every rank */                    \
+  X(kFallback, "fallback")                /* the records were unusable: a node per rank */
+enum class GroupingBasis { ZPP_GROUPING_BASES(ZPP_ENUMERATOR) };
 std::string_view GroupingBasisName(GroupingBasis basis);
 
 // Whether hierarchical plans (hpZ, qgZ) may run, and if not, why. Flat plans (qwZ alone) do
 // not depend on it.
-enum class HierarchyVerdict {
-  kAllowed,
-  kSingleRank,        // nothing to do for one rank
-  kSingleNode,        // every rank is intra-node: a hierarchy has one level
-  kOneRankPerNode,    // the intra-node level would be one rank: nothing to gain
-  kUnevenNodes,       // nodes hold different numbers of ranks
-  kInterleaved,       // a node's ranks are not consecutive in rank order
-  kUntrustedRecords,  // the exchanged records could not be read
-};
+#define ZPP_HIERARCHY_VERDICTS(X)                                                              \
+  X(kAllowed, "allowed")                                                                       \
+  X(kSingleRank, "single-rank")             /* nothing to do for one rank */                   \
+  X(kSingleNode, "single-node")             /* every rank intra-node: one level */             \
+  X(kOneRankPerNode, "one-rank-per-node")   /* an intra-node level of one rank: no gain */     \
+  X(kUnevenNodes, "uneven-nodes")           /* nodes hold different numbers of ranks */        \
+  X(kInterleaved, "interleaved")            /* a node's ranks not consecutive in rank order */ \
+  X(kUntrustedRecords, "untrusted-records") /* the exchanged records could not be read */
+enum class HierarchyVerdict { ZPP_HIERARCHY_VERDICTS(ZPP_ENUMERATOR) };
 std::string_view HierarchyVerdictName(HierarchyVerdict verdict);
 
 // Something the grouping found that a person should hear about.

@@ -723,28 +723,29 @@ Result UcpTransport::ExchangeParts(int rank, const GroupView& group, uint64_t se
 
 Result UcpTransport::Send(int rank, GroupKind kind, int to, uint64_t sequence, const void* send,
                           size_t bytes) {
-  ZPP_CHECK(CheckUsable(rank));
-  ZPP_CHECK_ARG(to >= 0 && to < size_ && to != rank_,
-                "UCP send from rank %d to rank %d" ZPP_BUG_REPORT, rank_, to);
-  std::vector<Pending> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ZPP_CHECK(PostSend(to, Tag(kind, true, rank_, call_, sequence), send, bytes, &pending));
-  }
-  return WaitAll(&pending, "send");
+  return PostOneAndWait(rank, to, "send", [&](std::vector<Pending>* pending) {
+    return PostSend(to, Tag(kind, true, rank_, call_, sequence), send, bytes, pending);
+  });
 }
 
 Result UcpTransport::Recv(int rank, GroupKind kind, int from, uint64_t sequence, void* recv,
                           size_t bytes) {
+  return PostOneAndWait(rank, from, "receive", [&](std::vector<Pending>* pending) {
+    return PostReceive(from, Tag(kind, true, from, call_, sequence), recv, bytes, pending);
+  });
+}
+
+Result UcpTransport::PostOneAndWait(int rank, int peer, const char* what,
+                                    const std::function<Result(std::vector<Pending>*)>& post) {
   ZPP_CHECK(CheckUsable(rank));
-  ZPP_CHECK_ARG(from >= 0 && from < size_ && from != rank_,
-                "UCP receive at rank %d from rank %d" ZPP_BUG_REPORT, rank_, from);
+  ZPP_CHECK_ARG(peer >= 0 && peer < size_ && peer != rank_,
+                "UCP %s between rank %d and rank %d" ZPP_BUG_REPORT, what, rank_, peer);
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ZPP_CHECK(PostReceive(from, Tag(kind, true, from, call_, sequence), recv, bytes, &pending));
+    ZPP_CHECK(post(&pending));
   }
-  return WaitAll(&pending, "receive");
+  return WaitAll(&pending, what);
 }
 
 }  // namespace zpp::transport

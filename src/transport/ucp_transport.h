@@ -110,6 +110,9 @@ class UcpTransport final : public Transport {
   void SendNote(int to, const Note& note);
   std::string CallInProgress() const;                              // "call 5, all_gather of ..."
   std::string RanksOf(const std::vector<Pending>& pending) const;  // not yet heard from
+  // Send and Recv: checks, then `post` under mutex_, then the wait.
+  Result PostOneAndWait(int rank, int peer, const char* what,
+                        const std::function<Result(std::vector<Pending>*)>& post);
   // Ends a failed call's operations so that UCX holds none of the caller's buffers. Under mutex_.
   void Release(std::vector<Pending>* pending);
   // Progresses until every operation has ended, the deadline, or `quiet` with nothing to
