@@ -54,26 +54,44 @@ def netbench_table(root):
 
 # The README's step times: per framework and link, the median step of each mode side by side,
 # each row from its newest run: FSDP2 and DeepSpeed from `make netbench`'s file, DDP from the
-# interleaved rounds of netbench_replicated_auto_cpu*.json (the median over rounds).
+# newest of netbench_replicated_auto_cpu*.json holding it (the median over its rounds).
 README_FRAMEWORKS = (("fsdp2", "FSDP2"), ("deepspeed", "DeepSpeed"), ("ddp", "DDP"))
 README_RATES = ((50, "50 Mbit/s"), (1000, "1 Gbit/s"))
 README_MODES = (("gloo", "gloo"), ("plain", "zpp plain"), ("zero++", "zero++"), ("ar8", "`ar8`"),
                 ("ar4+ef", "`ar4+ef`"), ("auto", "`auto`"))
 
 
+def _newest_replicated_runs(root):
+    """Every run of netbench_replicated_auto_cpu*.json, each (framework, rate) from the newest
+    file (by date, then name) that holds it, each run with its file's `source` label."""
+    summaries = sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
+                        for path in glob.glob(os.path.join(
+                            root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
+                       key=lambda pair: (pair[0]["date"], pair[1]))
+    newest = {}
+    for summary, name in summaries:
+        cases = {}
+        for run in summary["runs"]:
+            cases.setdefault((run["framework"], run["rate_mbit"]), []).append(
+                dict(run, source=f"`{name}` ({summary['date']})"))
+        newest.update(cases)
+    return [run for runs in newest.values() for run in runs]
+
+
 def _step_time_sources(root):
     """{(framework, rate, mode): [median steps]} and {(framework, rate): 'file (date)'}."""
     times, sources = {}, {}
-    files = ["netbench_cpu.json"] + sorted(os.path.basename(path) for path in glob.glob(
-        os.path.join(root, "bench", "results", "netbench_replicated_auto_cpu*.json")))
-    for name in files:
-        summary = _results(root, name)
-        for run in summary["runs"]:
-            key = (run["framework"], run["rate_mbit"])
-            if run["framework"] not in dict(README_FRAMEWORKS) or run["mode"] == "int4":
-                continue
-            times.setdefault(key + (run["mode"],), []).append(run["median_step_s"])
-            sources[key] = f"`{name}` ({summary['date']})"
+    summary = _results(root, "netbench_cpu.json")
+    netbench = [dict(run, source=f"`netbench_cpu.json` ({summary['date']})")
+                for run in summary["runs"]]
+    for run in netbench + _newest_replicated_runs(root):
+        key = (run["framework"], run["rate_mbit"])
+        if run["framework"] not in dict(README_FRAMEWORKS) or run["mode"] == "int4":
+            continue
+        if sources.get(key, run["source"]) != run["source"]:
+            times = {k: v for k, v in times.items() if k[:2] != key}  # a newer file's rounds
+        times.setdefault(key + (run["mode"],), []).append(run["median_step_s"])
+        sources[key] = run["source"]
     return times, sources
 
 
@@ -311,8 +329,10 @@ def gpu_bench_table(root):
     return "\n".join(lines) + "\n"
 
 
-REPLICATED_AUTO_LABELS = (("gloo", "gloo"), ("plain", "zpp plain"), ("ar8", "`ar8`"),
-                          ("ar4+ef", "`ar4+ef`"), ("auto", "`auto` (plain, `ar8` or `ar4+ef`)"))
+REPLICATED_AUTO_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's `bf16_compress_hook`"),
+                          ("plain", "zpp plain"), ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"),
+                          ("auto", "`auto` (plain, `ar8` or `ar4+ef`)"))
+NOT_ZPP = ("gloo", "bf16-hook")
 
 
 def _trial_choices(trials):
@@ -320,17 +340,15 @@ def _trial_choices(trials):
     of the run's communicators that measured a call."""
     chosen = [f"{band} {choice}" for line in trials for band, choice in
               re.findall(r"(\d+[KMG]?\+):[^;]*?-> (\w+)", line)]
-    return ", ".join(chosen) or "no trial measured"
+    return ", ".join(chosen) or "no trial measured (in the communicators logged)"
 
 
 def replicated_auto_table(root):
-    """DDP and HSDP per link and mode over interleaved rounds, against gloo, with auto's choice:
-    every netbench_replicated_auto_cpu*.json."""
-    runs = [run for path in sorted(glob.glob(os.path.join(
-        root, "bench", "results", "netbench_replicated_auto_cpu*.json")))
-        for run in _results(root, os.path.basename(path))["runs"]]
-    lines = ["| framework | link | mode | per round | median | / gloo | / fastest zpp mode |",
-             "|---|---|---|---|---:|---:|---:|"]
+    """DDP and HSDP per link and mode over interleaved rounds, against gloo and the bf16 hook,
+    with auto's choice: the newest netbench_replicated_auto_cpu*.json of each framework and link."""
+    runs = _newest_replicated_runs(root)
+    lines = ["| framework | link | mode | per round | median | / gloo | / bf16 hook | "
+             "/ fastest zpp mode | from |", "|---|---|---|---|---:|---:|---:|---:|---|"]
     cases = sorted({(r["framework"], r["rate_mbit"]) for r in runs},
                    key=lambda case: (case[0] != "ddp", -case[1]))
     for framework, rate in cases:
@@ -339,17 +357,23 @@ def replicated_auto_table(root):
         steps = {mode: [r["median_step_s"] for r in mine if r["mode"] == mode]
                  for mode, _ in REPLICATED_AUTO_LABELS}
         medians = {mode: statistics.median(values) for mode, values in steps.items() if values}
-        fastest = min(value for mode, value in medians.items() if mode not in ("gloo", "auto"))
+        fastest = min(value for mode, value in medians.items() if mode not in NOT_ZPP + ("auto",))
+        hook = medians.get("bf16-hook")
         for mode, label in REPLICATED_AUTO_LABELS:
             if mode not in medians:
                 continue
             if mode == "auto":
-                chosen = [r.get("tuner_trials") for r in mine if r["mode"] == mode]
+                # tuner_trials: every communicator's line (older files); else run.py's `tuner`,
+                # rank 0's first communicator's.
+                chosen = [r.get("tuner_trials") or [r.get("tuner", {}).get("trials", "")]
+                          for r in mine if r["mode"] == mode]
                 label += f"; its choices per round: {'; '.join(_trial_choices(t) for t in chosen)}"
             lines.append(f"| {framework.upper()} | {rate:g} Mbit/s | {label} | "
                          f"{', '.join(f'{v:.3f}' for v in steps[mode])} | {medians[mode]:.3f} s | "
-                         f"{medians[mode] / medians['gloo']:.2f} | "
-                         f"{medians[mode] / fastest:.2f} |")
+                         f"{medians[mode] / medians['gloo']:.3f} | "
+                         f"{f'{medians[mode] / hook:.3f}' if hook else ''} | "
+                         f"{'' if mode in NOT_ZPP else f'{medians[mode] / fastest:.3f}'} | "
+                         f"{mine[0]['source']} |")
     return "\n".join(lines) + "\n"
 
 
