@@ -60,8 +60,7 @@ constexpr std::chrono::milliseconds kCloseBound(5000);
 // How long cancelled operations may take to finish after an abort.
 constexpr std::chrono::milliseconds kCancelBound(1000);
 // After a failed call, how long a worker with sends still in progress may have nothing to
-// progress before their endpoints are closed or the worker frozen (Release): a rendezvous send
-// whose receive never comes.
+// progress before they are detached (Release): a rendezvous send whose receive never comes.
 constexpr std::chrono::milliseconds kSendsQuietBound(20);
 
 // An RDMA device (InfiniBand, RoCE, iWARP) that UCX could use: /sys/class/infiniband not empty.
@@ -106,6 +105,48 @@ struct UcpTransport::Note {
   char call[256] = {};    // the call it is in
 };
 
+// Freed by whichever lets go last: UCX (finish) or the transport (LetGo), both under mutex_.
+struct UcpTransport::SendSource {
+  const std::byte* data = nullptr;  // nullptr: detached, packs zeros
+  size_t bytes = 0;
+  bool finished = false;  // UCX will not read it again
+  bool let_go = false;    // the transport will not touch it again
+};
+
+void UcpTransport::LetGo(SendSource* source) {
+  if (source->finished) {
+    delete source;
+    return;
+  }
+  source->data = nullptr;  // UCX may still pack: zeros, never the caller's bytes
+  source->let_go = true;
+}
+
+// Packing copies from the source, or writes zeros once it is detached.
+ucp_generic_dt_ops_t UcpTransport::SendSourceOps() {
+  ucp_generic_dt_ops_t ops{};
+  ops.start_pack = [](void*, const void* buffer, size_t) { return const_cast<void*>(buffer); };
+  ops.start_unpack = [](void*, void*, size_t) -> void* { return nullptr; };  // sends only
+  ops.packed_size = [](void* state) { return static_cast<SendSource*>(state)->bytes; };
+  ops.pack = [](void* state, size_t offset, void* dest, size_t max_length) {
+    const auto* source = static_cast<const SendSource*>(state);
+    const size_t length = std::min(max_length, source->bytes - offset);
+    if (source->data != nullptr) {
+      std::memcpy(dest, source->data + offset, length);
+    } else {
+      std::memset(dest, 0, length);
+    }
+    return length;
+  };
+  ops.unpack = [](void*, size_t, const void*, size_t) { return UCS_ERR_UNSUPPORTED; };
+  ops.finish = [](void* state) {
+    auto* source = static_cast<SendSource*>(state);
+    source->finished = true;
+    if (source->let_go) delete source;
+  };
+  return ops;
+}
+
 UcpTransport::UcpTransport(int rank, int size, std::chrono::milliseconds timeout)
     : rank_(rank), size_(size), timeout_(timeout) {}
 
@@ -139,7 +180,7 @@ void SetUcpDefaults(ucp_config_t* config, bool one_machine) {
   // rendezvous moved a large message across a 1000 Mbit/s link at about half its rate, eager at
   // its rate (bench/results/all_reduce_rndv_cpu_netbed_1000mbit.md). A message that arrives
   // before its receive is posted waits in UCX's memory, at most one collective's part per peer.
-  // A failed call's eager sends still queued are ended before its error returns (Release).
+  // A failed call's sends still queued are detached before its error returns (Release).
   if (one_machine || std::getenv("UCX_RNDV_THRESH") != nullptr || HasRdmaDevice()) return;
   if (ucp_config_modify(config, "RNDV_THRESH", "inf") != UCS_OK) {
     ZPP_INFO(kInit, "UCP: cannot set RNDV_THRESH=inf; large messages use UCX's rendezvous");
@@ -191,6 +232,14 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
     return ncclSystemError;
   }
   transport->worker_.reset(worker);
+  static const ucp_generic_dt_ops_t kSendSourceOps = SendSourceOps();
+  if (const ucs_status_t made =
+          ucp_dt_create_generic(&kSendSourceOps, nullptr, &transport->send_type_);
+      made != UCS_OK) {
+    ZPP_WARN("UCP: ucp_dt_create_generic failed: %s; the transport cannot open (ncclSystemError)",
+             ucs_status_string(made));
+    return ncclSystemError;
+  }
   if (const ucs_status_t efd = ucp_worker_get_efd(worker, &transport->event_fd_); efd != UCS_OK) {
     transport->event_fd_ = -1;
     ZPP_INFO(kInit, "UCP: no event descriptor (%s): waits poll and sleep instead of blocking",
@@ -280,15 +329,15 @@ UcpTransport::~UcpTransport() {
   // Healthy: flush, so that the last messages reach ranks still receiving them; a peer that
   // closed first (it completed every call too) fails the flush, which UCX would print as an
   // ERROR at the end of a good job. Broken: a peer may be gone and never answer the flush; the
-  // bound is short, the worker ends the rest, and UCX says what it found. Frozen: no flush, as
-  // no progress (Release); destroying the worker purges its queues without reading them.
+  // bound is short, the worker ends the rest, and UCX says what it found.
   QuietCloseScope quiet(healthy);
-  if (!frozen_) CloseEndpoints(healthy ? kCloseBound : kCancelBound);
+  CloseEndpoints(healthy ? kCloseBound : kCancelBound);
   for (const NoteSend& sent : note_sends_) {
     if (sent.request != nullptr) ucp_request_free(sent.request);
   }
   worker_.reset();  // within the scope: the worker ends the closes still pending
   note_sends_.clear();
+  if (send_type_ != 0) ucp_dt_destroy(send_type_);  // after the worker: its sends are ended
   const QuietCloseScope::Counts& counts = quiet.counts();
   if (counts.flush_errors + counts.left_unreceived > 0) {
     ZPP_INFO(kInit,
@@ -360,13 +409,26 @@ Result UcpTransport::CheckUsable(int rank) const {
 
 Result UcpTransport::PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                               std::vector<Pending>* pending) {
+  // To another machine, from the buffer itself (TCP sends it without a copy): a failed call's
+  // sends there end by a forced close of their endpoint (Release). On this machine (shared
+  // memory copies anyway; an endpoint without a peer-failure mode cannot be force-closed),
+  // through a SendSource that Release can detach.
   ucp_request_param_t param{};
-  void* request = ucp_tag_send_nbx(peers_[to].endpoint, data, bytes, tag, &param);
+  SendSource* source = nullptr;
+  if (peers_[to].same_machine) {
+    source = new SendSource{static_cast<const std::byte*>(data), bytes};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = send_type_;
+  }
+  void* request = source != nullptr
+                      ? ucp_tag_send_nbx(peers_[to].endpoint, source, 1, tag, &param)
+                      : ucp_tag_send_nbx(peers_[to].endpoint, data, bytes, tag, &param);
+  if (source != nullptr && (request == nullptr || UCS_PTR_IS_ERR(request))) LetGo(source);
   if (UCS_PTR_IS_ERR(request)) {
     return Fail(ncclRemoteError, "a send to rank " + std::to_string(to) +
                                      " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  if (request != nullptr) pending->push_back({request, 0, false, to});
+  if (request != nullptr) pending->push_back({request, 0, false, to, source});
   return ncclSuccess;
 }
 
@@ -514,62 +576,61 @@ Result UcpTransport::LookForFaults(const std::vector<Pending>& pending, const ch
 void UcpTransport::Release(std::vector<Pending>* pending) {
   // Before the error reaches the caller, UCX must let go of its buffers: the caller may free
   // them at once. Receives are cancelled. A send cannot be (UCX 1.13), and an eager one still
-  // queued packs its bytes whenever the worker progresses next: sends finish while the worker
-  // has data to move (this rank's notes follow them); then each endpoint to another machine with
-  // a send still in progress is force-closed, which ends its sends unread (UCS_ERR_CANCELED).
-  // An endpoint on this machine cannot be (UCP_ERR_HANDLING_MODE_NONE): the worker is frozen.
+  // queued packs its bytes whenever the worker progresses next, maybe in the close: sends finish
+  // while the worker has data to move (this rank's notes follow them); then those still in
+  // progress end unread: to another machine by a forced close of the endpoint
+  // (UCS_ERR_CANCELED), on this one by detaching their SendSource (it packs zeros).
   for (Pending& p : *pending) {
     if (p.request != nullptr && p.is_receive) ucp_request_cancel(worker_.get(), p.request);
   }
-  size_t unfinished = AwaitBy(pending, Clock::now() + kCancelBound, kSendsQuietBound);
+  AwaitBy(pending, Clock::now() + kCancelBound, kSendsQuietBound);
   std::vector<Pending> closing;
-  for (const Pending& p : *pending) {
+  for (Pending& p : *pending) {
     if (p.request == nullptr || p.is_receive) continue;
-    Peer& peer = peers_[p.peer];
-    if (peer.same_machine || peer.endpoint == nullptr) continue;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* request = ucp_ep_close_nbx(peer.endpoint, &param);
-    peer.endpoint = nullptr;
-    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back({request, 0, false, -1});
+    if (p.source != nullptr) {
+      ucp_request_free(p.request);  // UCX ends it later, or with the worker
+      p.request = nullptr;
+      LetGo(p.source);
+    } else if (void* close = ForceClose(p.peer); close != nullptr) {
+      closing.push_back({close, 0, false, -1, nullptr});
+    }
   }
-  if (!closing.empty()) {
-    pending->insert(pending->end(), closing.begin(), closing.end());
-    unfinished = AwaitBy(pending, Clock::now() + kCancelBound, kCancelBound);
-  }
-  if (unfinished > 0 && !frozen_) {
-    frozen_ = true;
-    ZPP_INFO(kInit,
-             "UCP: rank %d: %zu operation(s) of the failed call still hold the caller's buffers; "
-             "the transport's worker is not progressed again and its close skips the flush",
-             rank_, unfinished);
-  }
+  pending->insert(pending->end(), closing.begin(), closing.end());
+  AwaitBy(pending, Clock::now() + kCancelBound, kCancelBound);
   for (const Pending& p : *pending) {
-    if (p.request != nullptr) ucp_request_free(p.request);  // UCX ends each with the worker
+    if (p.request != nullptr) ucp_request_free(p.request);
   }
   pending->clear();
 }
 
-size_t UcpTransport::AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
-                             std::chrono::milliseconds quiet) {
+void* UcpTransport::ForceClose(int peer) {
+  if (peers_[peer].endpoint == nullptr) return nullptr;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void* request = ucp_ep_close_nbx(peers_[peer].endpoint, &param);
+  peers_[peer].endpoint = nullptr;
+  return request != nullptr && !UCS_PTR_IS_ERR(request) ? request : nullptr;
+}
+
+void UcpTransport::AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
+                           std::chrono::milliseconds quiet) {
   uint64_t idle = 0;
   Clock::time_point active = Clock::now();
   for (;;) {
-    size_t in_progress = 0;
+    bool in_progress = false;
     for (Pending& p : *pending) {
       if (p.request == nullptr) continue;
       if (ucp_request_check_status(p.request) == UCS_INPROGRESS) {
-        ++in_progress;
+        in_progress = true;
         continue;
       }
       ucp_request_free(p.request);
       p.request = nullptr;
+      if (!p.is_receive) LetGo(p.source);
     }
     const Clock::time_point now = Clock::now();
-    if (in_progress == 0 || frozen_ || now >= deadline || now - active >= quiet) {
-      return in_progress;
-    }
+    if (!in_progress || now >= deadline || now - active >= quiet) return;
     if (ucp_worker_progress(worker_.get()) != 0) {
       idle = 0;
       active = now;
@@ -602,6 +663,7 @@ std::string UcpTransport::FreeEnded(std::vector<Pending>* pending, bool* all_end
     }
     ucp_request_free(p.request);
     p.request = nullptr;
+    if (!p.is_receive) LetGo(p.source);
   }
   return failed;
 }

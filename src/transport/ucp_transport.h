@@ -84,12 +84,24 @@ class UcpTransport final : public Transport {
     bool same_machine = false;     // its process is in this one's process table
     ucs_status_t failed = UCS_OK;  // set by UCX's error handler (endpoints to other machines)
   };
+  // What UCX reads a send to this machine's ranks from (ucp_transport.cc): UCX packs its bytes
+  // through its callbacks, never straight from the caller's buffer, so that a failed call can
+  // detach its sends (they pack zeros) before the error returns and the caller frees the buffer.
+  struct SendSource;
+  static ucp_generic_dt_ops_t SendSourceOps();
+  // The transport is done with `source` (its send ended, or its call failed). Under mutex_.
+  static void LetGo(SendSource* source);
+  // Closes the endpoint to `peer` at once (peers on other machines: UCP_ERR_HANDLING_MODE_PEER),
+  // ending its operations with UCS_ERR_CANCELED; the close's request, if it has one. Under
+  // mutex_.
+  void* ForceClose(int peer);
   // An operation in flight; request is nullptr once it has completed and been released.
   struct Pending {
     void* request = nullptr;
     size_t expected_bytes = 0;  // receives: the length the message must have
     bool is_receive = false;
     int peer = -1;
+    SendSource* source = nullptr;  // sends on this machine: let go (LetGo) when freed
   };
   struct Note;  // what a rank that found a fault tells the others (ucp_transport.cc)
 
@@ -116,9 +128,9 @@ class UcpTransport final : public Transport {
   // Ends a failed call's operations so that UCX holds none of the caller's buffers. Under mutex_.
   void Release(std::vector<Pending>* pending);
   // Progresses until every operation has ended, the deadline, or `quiet` with nothing to
-  // progress; frees those that ended and returns how many have not. Under mutex_.
-  size_t AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
-                 std::chrono::milliseconds quiet);
+  // progress; frees those that ended. Under mutex_.
+  void AwaitBy(std::vector<Pending>* pending, Clock::time_point deadline,
+               std::chrono::milliseconds quiet);
   void CloseEndpoints(std::chrono::milliseconds bound);
 
   // Frees the operations that have ended; what went wrong with one ("" if nothing), and in
@@ -152,9 +164,7 @@ class UcpTransport final : public Transport {
   std::vector<NoteSend> note_sends_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  // Under mutex_: a failed call left sends that UCX may still read from the caller's (maybe
-  // freed) buffer whenever the worker progresses, so it never progresses again (Release).
-  bool frozen_ = false;
+  ucp_datatype_t send_type_ = 0;      // SendSource's generic datatype; destroyed after the worker
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };
