@@ -17,7 +17,8 @@ Result CheckRankCount(int launched, int layout_ranks) {
 
 }  // namespace
 
-Result JoinLaunchedJob(LaunchedJob* out, int layout_ranks) {
+Result JoinLaunchedJob(LaunchedJob* out, int layout_ranks,
+                       transport::UcpTransport::Placement placement) {
   transport::LaunchInfo launch;
   ZPP_CHECK(transport::ReadLaunchInfo(&launch));
   // Before any UCP endpoint exists: a rank that stops here cannot leave a peer that is still
@@ -25,7 +26,7 @@ Result JoinLaunchedJob(LaunchedJob* out, int layout_ranks) {
   ZPP_CHECK(CheckRankCount(launch.size, layout_ranks));
   const std::chrono::milliseconds timeout = std::chrono::seconds(GetConfig().timeout);
   std::unique_ptr<transport::UcpTransport> transport;
-  ZPP_CHECK(transport::UcpTransport::Create(launch, timeout, &transport));
+  ZPP_CHECK(transport::UcpTransport::Create(launch, timeout, &transport, placement));
   out->rank = launch.rank;
   out->size = launch.size;
   out->transport = std::move(transport);

@@ -8,6 +8,7 @@
 
 #include "log/check.h"
 #include "sim/sim_world.h"
+#include "transport/ucp_transport.h"
 
 namespace zpp::sim {
 
@@ -20,7 +21,9 @@ struct LaunchedJob {
 // Bootstraps through zpp-launch; ZPP_TIMEOUT bounds every wait. ncclInvalidUsage when this
 // process was not started by zpp-launch; ncclInvalidArgument, before any connection is made,
 // when `layout_ranks` (0: any) is not the number of ranks zpp-launch started.
-Result JoinLaunchedJob(LaunchedJob* out, int layout_ranks = 0);
+Result JoinLaunchedJob(
+    LaunchedJob* out, int layout_ranks = 0,
+    transport::UcpTransport::Placement placement = transport::UcpTransport::Placement::kAsFound);
 
 // A world of `layout` hosting this process's rank; ncclInvalidArgument when the layout's size
 // is not the job's.

@@ -114,6 +114,7 @@ struct UcpTransport::SendSource {
 };
 
 void UcpTransport::LetGo(SendSource* source) {
+  if (source == nullptr) return;  // a send to another machine, or a close
   if (source->finished) {
     delete source;
     return;
@@ -151,11 +152,14 @@ UcpTransport::UcpTransport(int rank, int size, std::chrono::milliseconds timeout
     : rank_(rank), size_(size), timeout_(timeout) {}
 
 Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds timeout,
-                            std::unique_ptr<UcpTransport>* out) {
+                            std::unique_ptr<UcpTransport>* out, Placement placement) {
   std::unique_ptr<UcpTransport> transport;
   Address mine;
   // zpp-launch starts every rank on its own machine (the bootstrap listens on loopback).
-  ZPP_CHECK(Open(launch.rank, launch.size, Reach::kOneMachine, timeout, &transport, &mine));
+  const bool as_found = placement == Placement::kAsFound;
+  ZPP_CHECK(Open(launch.rank, launch.size, as_found ? Reach::kOneMachine : Reach::kAnyMachine,
+                 timeout, &transport, &mine));
+  transport->placement_ = placement;
   std::vector<Address> all;
   ZPP_CHECK(ExchangeAddresses(launch, mine, Clock::now() + timeout, &all));
   ZPP_CHECK(transport->Connect(all));
@@ -291,7 +295,8 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
           r);
       return ncclInvalidUsage;
     }
-    peer.same_machine = self_.SharesProcessTable(peer.identity);
+    peer.same_machine =
+        placement_ == Placement::kAsFound && self_.SharesProcessTable(peer.identity);
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data() + kIdentityBytes);

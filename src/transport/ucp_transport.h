@@ -38,10 +38,15 @@ namespace zpp::transport {
 
 class UcpTransport final : public Transport {
  public:
+  // Where the peers are taken to be: as the process table says, or each on another machine
+  // (TCP, UCX's peer-failure mode, sends from the buffer): the path across machines, tested on
+  // one.
+  enum class Placement { kAsFound, kAllOnOtherMachines };
   // Joins the job this process was launched into: the UCP context and worker, the address
   // exchange through zpp-launch, an endpoint to every other rank. `timeout` bounds every wait.
   static Result Create(const LaunchInfo& launch, std::chrono::milliseconds timeout,
-                       std::unique_ptr<UcpTransport>* out);
+                       std::unique_ptr<UcpTransport>* out,
+                       Placement placement = Placement::kAsFound);
   // The same in two steps, for a job that bootstraps some other way (torch.distributed's store):
   // Open makes the context and worker and gives this rank's worker address; Connect takes every
   // rank's, in rank order, once.
@@ -89,7 +94,8 @@ class UcpTransport final : public Transport {
   // detach its sends (they pack zeros) before the error returns and the caller frees the buffer.
   struct SendSource;
   static ucp_generic_dt_ops_t SendSourceOps();
-  // The transport is done with `source` (its send ended, or its call failed). Under mutex_.
+  // The transport is done with `source` (its send ended, or its call failed); nullptr: nothing
+  // to do. Under mutex_.
   static void LetGo(SendSource* source);
   // Closes the endpoint to `peer` at once (peers on other machines: UCP_ERR_HANDLING_MODE_PEER),
   // ending its operations with UCS_ERR_CANCELED; the close's request, if it has one. Under
@@ -164,7 +170,9 @@ class UcpTransport final : public Transport {
   std::vector<NoteSend> note_sends_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  ucp_datatype_t send_type_ = 0;      // SendSource's generic datatype; destroyed after the worker
+  ucp_datatype_t send_type_ = 0;
+  Placement placement_ = Placement::kAsFound;  // set before Connect      // SendSource's generic
+                                               // datatype; destroyed after the worker
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };

@@ -152,12 +152,14 @@ TEST(MultiProcessTest, ClosingAfterThePeersLeftPrintsNoError) {
 }
 
 // A failed call's send still queued in UCX (eager, as zpp's default across machines without
-// RDMA) must not be read after the error returns: the caller frees its buffer at once.
-TEST(MultiProcessTest, FailedSendsBufferIsNotReadAfterTheError) {
+// RDMA) must not be read after the error returns: the caller frees its buffer at once. On this
+// machine the send goes through a SendSource that the failed call detaches; taken to be on
+// other machines (TCP, UCX's peer-failure mode), from the buffer, its endpoint force-closed.
+void ExpectFailedSendNotReadAfterTheError(std::vector<std::string> scenario) {
   TempDir dir;
-  const JobResult job =
-      RunLauncher(Worker({"-n", kRanks, "--timeout", "60"}, {"stuck-send", dir.path()}),
-                  {{"ZPP_TIMEOUT", "1"}, {"UCX_RNDV_THRESH", "inf"}}, 90);
+  scenario.insert(scenario.begin() + 1, dir.path());
+  const JobResult job = RunLauncher(Worker({"-n", kRanks, "--timeout", "60"}, scenario),
+                                    {{"ZPP_TIMEOUT", "1"}, {"UCX_RNDV_THRESH", "inf"}}, 90);
   ASSERT_EQ(job.exit_code, 0) << job.stderr_text << job.stdout_text;
   std::ifstream in(RecordPath(dir.path(), "stuck-send", 0));
   int sent = -1;
@@ -166,6 +168,14 @@ TEST(MultiProcessTest, FailedSendsBufferIsNotReadAfterTheError) {
   ASSERT_TRUE(in);
   EXPECT_EQ(sent, ncclRemoteError);
   EXPECT_THAT(job.stdout_text + job.stderr_text, Not(HasSubstr("Caught signal")));
+}
+
+TEST(MultiProcessTest, FailedSendsBufferIsNotReadAfterTheError) {
+  ExpectFailedSendNotReadAfterTheError({"stuck-send"});
+}
+
+TEST(MultiProcessTest, FailedSendToAnotherMachineIsNotReadAfterTheError) {
+  ExpectFailedSendNotReadAfterTheError({"stuck-send", "remote"});
 }
 
 TEST(MultiProcessTest, RankWithDifferentSettingsFallsBackEverywhere) {

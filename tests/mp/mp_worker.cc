@@ -4,7 +4,9 @@
 //   zpp-mp-worker fault DIR RANK      all-gathers until RANK kills itself inside one
 //   zpp-mp-worker mismatch DIR        configuration agreement with this process's ZPP_* settings
 //   zpp-mp-worker load DIR COUNT      COUNT collectives of mixed sizes and modes; RSS sampled
-//   zpp-mp-worker stuck-send DIR      a send that times out, its buffer unmapped, then the close
+//   zpp-mp-worker stuck-send DIR [remote]
+//                                     a send that times out, its buffer unmapped, then the close;
+//                                     remote: every peer taken to be on another machine
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
 #include <sys/mman.h>
@@ -380,7 +382,12 @@ int main(int argc, char** argv) {
   const std::string scenario = argv[1], dir = argv[2];
   zpp::sim::LaunchedJob job;
   // Every scenario's layouts hold kMatrixRanks ranks: a wrong -n stops before UCX wires up.
-  if (zpp::sim::JoinLaunchedJob(&job, zpp::test::kMatrixRanks) != ncclSuccess) return 1;
+  const bool remote = scenario == "stuck-send" && argc > 3 && std::string(argv[3]) == "remote";
+  const auto placement = remote ? zpp::transport::UcpTransport::Placement::kAllOnOtherMachines
+                                : zpp::transport::UcpTransport::Placement::kAsFound;
+  if (zpp::sim::JoinLaunchedJob(&job, zpp::test::kMatrixRanks, placement) != ncclSuccess) {
+    return 1;
+  }
   if (scenario == "matrix") return zpp::test::Matrix(job, dir);
   if (scenario == "fault" && argc > 3)
     return zpp::test::Fault(std::move(job), dir, std::atoi(argv[3]));
