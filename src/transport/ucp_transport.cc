@@ -357,12 +357,11 @@ void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {
   std::vector<void*> closing;
   for (Peer& peer : peers_) {
     if (peer.endpoint == nullptr) continue;
-    ucp_request_param_t param{};
-    if (peer.failed != UCS_OK) {
-      // UCX requires a forced close of an endpoint whose peer failed.
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    if (peer.failed != UCS_OK) {  // UCX requires a forced close of an endpoint whose peer failed
+      if (void* request = ForceClose(peer.rank); request != nullptr) closing.push_back(request);
+      continue;
     }
+    ucp_request_param_t param{};
     void* request = ucp_ep_close_nbx(peer.endpoint, &param);
     peer.endpoint = nullptr;
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
