@@ -1,12 +1,28 @@
 #include "engine/auto_tuner.h"
 
 #include <span>
+#include <string>
 
 #include "costmodel/cost_model.h"
 #include "log/log.h"
 #include "tune/calibration.h"
 
 namespace zpp::engine {
+
+namespace {
+
+// For the TRACE line: each entry with a call, and this rank's mean per call.
+std::string DescribeMeans(std::span<const double> means) {
+  std::string out;
+  for (size_t entry = 0; entry < means.size(); ++entry) {
+    if (!(means[entry] > 0)) continue;
+    out.append(" ").append(std::to_string(entry)).append(":");
+    out.append(std::to_string(static_cast<int64_t>(means[entry])));
+  }
+  return out.empty() ? " none" : out;
+}
+
+}  // namespace
 
 AutoTuner::AutoTuner(Backend& backend, Stream& control, Engine& engine, StatsCounters& stats,
                      const EngineOptions& options)
@@ -70,6 +86,7 @@ Result AutoTuner::Timed(const plan::Call& call, Stream& stream,
   timed.entry = engine_.tuning()->table.EntryOf(call);
   timed.path = PathOf(ran, call.op);
   timed.expected_us = ExpectedUs(call, ran);
+  timed.committed_us = timed.decided ? engine_.tuning()->table.ExpectedUs(call) : 0;
   timed_.push_back(std::move(timed));
   return ncclSuccess;
 }
@@ -86,8 +103,10 @@ Result AutoTuner::ReadBack() {
     const auto measured = static_cast<uint64_t>(us + 0.5);
     stats_.AddPredictedUs(timed.path, expected);
     stats_.AddMeasuredUs(timed.path, measured);
-    expected_total_us_ += expected;
-    measured_total_us_ += measured;
+    if (timed.committed_us > 0) {
+      expected_total_us_ += static_cast<uint64_t>(timed.committed_us + 0.5);
+      measured_total_us_ += measured;
+    }
     if (trials_ && trials_->running() && timed.decided) trial_log_.Add(timed.entry, us, timed.kind);
   }
   timed_.clear();
@@ -110,6 +129,8 @@ double AutoTuner::DriftRatio() { return drift_.Ratio(expected_total_us_, measure
 
 Result AutoTuner::AdvanceTrials(BackendByteAllGather& exchange) {
   const std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
+  ZPP_TRACE(kTune, "trial epoch: this rank's mean per call by table entry (us):%s",
+            DescribeMeans(mine).c_str());
   std::vector<double> all(mine.size() * static_cast<size_t>(exchange.size()));
   ZPP_CHECK(
       exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
@@ -134,6 +155,7 @@ Result AutoTuner::WatchDrift(BackendByteAllGather& exchange) {
                                std::as_writable_bytes(std::span(ratios))));
   const double agreed = tune::DriftWatch::Agree(ratios);
   if (!drift_.Observe(agreed)) return ncclSuccess;
+  ++recalibrations_;
   std::shared_ptr<const tune::Tuning> tuning;
   ZPP_CHECK(tune::SetUpTuning(backend_, control_, exchange, engine_.shape(), settings_, &tuning));
   ZPP_INFO(kTune,

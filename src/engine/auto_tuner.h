@@ -41,6 +41,8 @@ class AutoTuner {
 
   // Whether the trials are still running (zpp-bench runs them before it measures).
   bool trials_running() const { return trials_ && trials_->running(); }
+  // How many times drift made the ranks recalibrate.
+  int recalibrations() const { return recalibrations_; }
 
   // Timed calls per step epoch; later ones in the epoch run untimed (the same calls on every
   // rank, so every rank measures the same ones).
@@ -51,8 +53,9 @@ class AutoTuner {
     int entry = 0;
     tune::TrialLog::Kind kind = tune::TrialLog::Kind::kOther;
     zppPath_t path = zppPathPassThrough;
-    bool decided = false;  // by the table: the trials' measurement
-    double expected_us = 0;
+    bool decided = false;     // by the table: the trials' measurement
+    double expected_us = 0;   // for the stats: the trials' measurement, else the model's time
+    double committed_us = 0;  // the trials' measurement of its entry (0: none): what drift reads
     std::unique_ptr<Event> start, stop;
   };
   // The last epoch's times into the trials' log, the drift figures and the stats.
@@ -73,10 +76,13 @@ class AutoTuner {
   tune::TrialLog trial_log_;
   tune::DriftWatch drift_;
   std::string committed_;  // the last commit's table, to tell whether a recalibration changed it
+  // The drift's running totals: only calls the table decided whose entry the trials measured (the
+  // model's time for the rest is a prior, not a measurement to drift from).
   uint64_t expected_total_us_ = 0, measured_total_us_ = 0;
   std::vector<TimedCall> timed_;                // this epoch's, read back at the next advance
   std::vector<std::unique_ptr<Event>> spares_;  // timing events free for the next calls
   bool told_untimed_ = false;
+  int recalibrations_ = 0;
 };
 
 }  // namespace zpp::engine

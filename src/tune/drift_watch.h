@@ -1,10 +1,11 @@
 // ZPP_TUNE=auto checks its model against what calls really take: at each step-epoch advance every
-// rank gives the ratio of the measured to the predicted time of its tuned calls since the last
-// look, the ranks agree on the ratio furthest from 1, and after kDriftEpochs epochs in a row more
-// than 2x off either way, every rank recalibrates at the same call (contract 3). A recalibration
-// that changed no decision doubles the epochs the next one waits for (a model off by a steady
-// factor on this machine would otherwise recalibrate every few steps for nothing). Pure: the
-// caller measures, exchanges and recalibrates.
+// rank gives the ratio of the measured time of its tuned calls since the last look to what the
+// trials measured for their size band (calls of a band no trial measured are left out), the ranks
+// agree on the ratio furthest from 1, and after kDriftEpochs epochs in a row more than 2x off
+// either way, every rank recalibrates at the same call (contract 3). A recalibration that changed
+// no decision doubles the epochs the next one waits for (a model off by a steady factor on this
+// machine would otherwise recalibrate every few steps for nothing). Pure: the caller measures,
+// exchanges and recalibrates.
 #pragma once
 
 #include <cstdint>

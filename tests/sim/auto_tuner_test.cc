@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,23 +51,33 @@ constexpr size_t kCount = size_t{1} << 20;  // floats a rank: 4 MiB in, 16 MiB g
 struct Outcome {
   plan::Plan committed;    // what the call is planned as once the trials committed
   double expected_us = 0;  // the committed table's time for it
+  int recalibrations = 0;  // after the trials, by drift
+};
+
+// After the trials: `steps` epochs of one all-gather of `count` floats a rank each, every call
+// priced `slowdown` times the injected clock.
+struct Afterwards {
+  size_t count = kCount;
+  int steps = 0;
+  double slowdown = 1;
 };
 
 // Every rank runs one all-gather of kCount floats per step epoch through the tuner, on the
-// injected clock `price`, for `steps` epochs; each rank's outcome.
-std::vector<Outcome> RunTrials(const CallPrice& price, int steps) {
+// injected clock `price`, for `trial_steps` epochs, then `after`; each rank's outcome.
+std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwards after = {}) {
   sim::SimWorld world(kLayout);
   const plan::Settings settings = AllOn();
   const auto calibrated = CloseCall(settings);
   std::vector<Outcome> outcomes(world.world_size());
   world.RunRanks([&](sim::SimBackend& backend) {
     const int rank = backend.rank();
-    backend.SetCallClockForTesting([&world, &backend, price, rank] {
+    double slowdown = 1;
+    backend.SetCallClockForTesting([&world, &backend, &slowdown, price, rank] {
       const LaunchCounts launched = backend.launches();
-      return price.per_kernel * static_cast<double>(launched.kernels) +
-             price.per_collective * static_cast<double>(launched.collectives) +
-             price.per_inter_node_byte *
-                 static_cast<double>(world.SentBytes(rank, zppLinkInterNode));
+      return slowdown * (price.per_kernel * static_cast<double>(launched.kernels) +
+                         price.per_collective * static_cast<double>(launched.collectives) +
+                         price.per_inter_node_byte *
+                             static_cast<double>(world.SentBytes(rank, zppLinkInterNode)));
     });
     std::unique_ptr<Stream> stream;
     ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
@@ -79,17 +90,24 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int steps) {
     Engine engine(backend, sim::ShapeOf(kLayout), options, stats);
     AutoTuner tuner(backend, *stream, engine, stats, options);
     ASSERT_EQ(tuner.Prepare(), ncclSuccess);
-    std::vector<float> send(kCount, 1.0f), recv(kCount * 4);
-    const AllGatherArgs args{send.data(), recv.data(), kCount, ncclFloat32};
-    for (int step = 0; step < steps; ++step, ++epoch) {
+    std::vector<float> send(std::max(kCount, after.count), 1.0f), recv(send.size() * 4);
+    auto step = [&](size_t count) {
+      const AllGatherArgs args{send.data(), recv.data(), count, ncclFloat32};
       ASSERT_EQ(tuner.AtCall(), ncclSuccess);
       ASSERT_EQ(tuner.Timed(CallOf(args), *stream,
                             [&](plan::Plan* ran) { return engine.AllGather(args, *stream, ran); }),
                 ncclSuccess);
-    }
-    backend.Synchronize(*stream);
+      ++epoch;
+    };
+    for (int s = 0; s < trial_steps; ++s) step(kCount);
+    const AllGatherArgs args{send.data(), recv.data(), kCount, ncclFloat32};
     outcomes[rank].committed = engine.Decide(CallOf(args));
     outcomes[rank].expected_us = engine.tuning()->table.ExpectedUs(CallOf(args));
+    slowdown = after.slowdown;
+    for (int s = 0; s < after.steps; ++s) step(after.count);
+    ASSERT_EQ(tuner.AtCall(), ncclSuccess);  // the last epoch's read-back
+    backend.Synchronize(*stream);
+    outcomes[rank].recalibrations = tuner.recalibrations();
   });
   return outcomes;
 }
@@ -116,6 +134,26 @@ TEST(AutoTunerTest, CommitsToCompressionWhereTheEventsTimedTheLinkDear) {
     EXPECT_LT(outcome.committed.off_node_bytes, outcome.committed.plain_off_node_bytes);
     EXPECT_EQ(outcome.committed.kind, outcomes[0].committed.kind);
     EXPECT_EQ(outcome.expected_us, outcomes[0].expected_us);
+  }
+}
+
+// Calls of an entry the trials never measured (a size that first came after the commit) have only
+// the model's time: a model far off for them is not drift, and nothing is recalibrated.
+TEST(AutoTunerTest, CallsTheTrialsNeverMeasuredAreNotDrift) {
+  const Afterwards unmeasured{
+      .count = 16 * kCount, .steps = 4 * tune::kDriftEpochs, .slowdown = 1e6};
+  ASSERT_NE(CloseCall(AllOn())->table.EntryOf({plan::CollectiveOp::kAllGather, kCount}),
+            CloseCall(AllOn())->table.EntryOf({plan::CollectiveOp::kAllGather, unmeasured.count}));
+  for (const Outcome& outcome : RunTrials({1, 10, 1e-3}, StepsForEveryTrial(), unmeasured)) {
+    EXPECT_EQ(outcome.recalibrations, 0);
+  }
+}
+
+// The measured entry's calls slowed far beyond 2x for kDriftEpochs epochs: every rank recalibrates.
+TEST(AutoTunerTest, MeasuredCallsFarOffTheirTrialsRecalibrate) {
+  const Afterwards slower{.count = kCount, .steps = tune::kDriftEpochs + 1, .slowdown = 100};
+  for (const Outcome& outcome : RunTrials({1, 10, 1e-3}, StepsForEveryTrial(), slower)) {
+    EXPECT_EQ(outcome.recalibrations, 1);
   }
 }
 
