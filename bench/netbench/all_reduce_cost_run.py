@@ -5,7 +5,8 @@ nodes x 2 ranks, --rate-mbit). Writes DIR/all_reduce_cost.json (every run) and p
 build, the median over rounds of each figure.
 
     bench/netbench/all_reduce_cost_run.py --python VENV/bin/python --build new=build \\
-        [--build old=OLD/build] [--rate-mbit 1000] [--rounds 3] [--mib 25] --out DIR
+        [--build old=OLD/build] [--rate-mbit 1000] [--rounds 3] [--mib 25] \\
+        [--groups replica] --out DIR
 """
 import argparse
 import json
@@ -26,7 +27,8 @@ def command(args, backend, build):
     else:
         place = ["--nproc-per-node", "4", "--standalone"]
     job = [args.python, "-m", "torch.distributed.run"] + place + [
-        SCRIPT, "--backend", backend, "--mib", str(args.mib), "--iters", str(args.iters)]
+        SCRIPT, "--backend", backend, "--mib", str(args.mib), "--iters", str(args.iters),
+        "--groups", args.groups]
     if build is not None:
         job = [sys.executable, os.path.join(ROOT, "tools", "zpp-run"), "--cpu", "--lib",
                os.path.join(build, "lib", "libzpp.so"), "--", "env",
@@ -58,6 +60,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mib", type=float, default=25.0)
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--groups", choices=("world", "replica"), default="world",
+                        help="replica: HSDP's all-reduce across nodes (all_reduce_cost.py)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     entries = [("gloo", "gloo", None)] + [
@@ -72,6 +76,7 @@ def main():
                   f"{result['cpu_ms_per_call_all_ranks']:.1f} ms of CPU", flush=True)
     os.makedirs(args.out, exist_ok=True)
     summary = {"rate_mbit": args.rate_mbit, "mib": args.mib, "iters": args.iters,
+               "groups": args.groups,
                "rounds": args.rounds, "command": " ".join(sys.argv), "runs": runs}
     with open(os.path.join(args.out, "all_reduce_cost.json"), "w") as out:
         json.dump(summary, out, indent=2)
