@@ -331,16 +331,17 @@ def gpu_bench_table(root):
 
 REPLICATED_AUTO_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's `bf16_compress_hook`"),
                           ("plain", "zpp plain"), ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"),
-                          ("auto", "`auto` (plain, `ar8` or `ar4+ef`)"))
+                          ("auto", "`auto` (plain, `qar8` = 8 bits with `ar4+ef`'s feedback, or "
+                                   "`qar4` = `ar4+ef`; one communicator's choices / the next's)"))
 NOT_ZPP = ("gloo", "bf16-hook")
 
 
 def _trial_choices(trials):
     """What auto committed to per size band, from the tuner's trials lines (`... 1M+: ... -> qar4`)
-    of the run's communicators that measured a call."""
-    chosen = [f"{band} {choice}" for line in trials for band, choice in
-              re.findall(r"(\d+[KMG]?\+):[^;]*?-> (\w+)", line)]
-    return ", ".join(chosen) or "no trial measured (in the communicators logged)"
+    of the run's communicators that measured a call (each line's, joined by ' / ')."""
+    chosen = [", ".join(f"{band} {choice}" for band, choice in
+                        re.findall(r"(\d+[KMG]?\+):[^;]*?-> (\w+)", line)) for line in trials]
+    return " / ".join(c for c in chosen if c) or "no trial measured (in the communicators logged)"
 
 
 def replicated_auto_table(root):

@@ -66,6 +66,9 @@ REPLICATED_MODES["auto"] = (convergence.REPLICATED_MODES["ar4+ef"][0],
                             dict(convergence.REPLICATED_MODES["ar4+ef"][1], ZPP_TUNE="auto",
                                  ZPP_DEBUG="INFO", ZPP_DEBUG_SUBSYS="TUNE"))
 ALL_REPLICATED_MODES = ["gloo"] + list(REPLICATED_MODES) + list(convergence.HOOKS)
+# What auto's 8-bit choice runs under ar4+ef's settings (it keeps the feedback the user asked for:
+# never lossier): only by name (--modes), to tell the bits' cost from the feedback's.
+REPLICATED_MODES["ar8+ef"] = (["--qar=8"], dict(convergence.REPLICATED_MODES["ar4+ef"][1]))
 RATES = [50, 200, 1000, 10000]
 FIRST_TIMED_STEP = 5  # steps before it warm up (hpZ reuse starts at the third or fourth)
 WIRE_TOLERANCE = 0.02
@@ -247,6 +250,7 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
     }
     if mode == "auto":
         entry["tuner"] = tuner_lines(directory)
+        entry["tuner_trials"], entry["tuner_recalibrations"] = trials_lines(directory)
     if mode != "gloo":  # (hooks: the byte counter's stats)
         steady, total, summed = step_stats(directory, nodes * ranks_per_node, FIRST_TIMED_STEP,
                                            len(rows) - 1)
@@ -286,6 +290,21 @@ def tuner_lines(directory):
                 if marker in line and key not in found:
                     found[key] = line.split("ZPP INFO ", 1)[1].strip()
     return found
+
+
+def trials_lines(directory):
+    """Every communicator's trials line on node 0 (each once: a communicator's ranks agree), and
+    how many recalibrations node 0's ranks logged. HSDP's all-reduces run on its replica groups,
+    not on rank 0's first communicator (tuner_lines)."""
+    lines, recalibrations = [], 0
+    with open(os.path.join(directory, "node0.log"), errors="replace") as log:
+        for line in log:
+            if "ZPP INFO trials measured" in line:
+                text = line.split("ZPP INFO ", 1)[1].strip()
+                if text not in lines:
+                    lines.append(text)
+            recalibrations += "ZPP INFO measured calls took" in line
+    return lines, recalibrations
 
 
 def describe(entry):

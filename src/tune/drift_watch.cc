@@ -27,12 +27,14 @@ void DriftWatch::Recalibrated(bool decisions_changed) {
 }
 
 double DriftWatch::Agree(std::span<const double> ratios) {
-  double furthest = 1.0;
+  double log_sum = 0;
+  int ranks = 0;
   for (double ratio : ratios) {
     if (!(ratio > 0)) continue;  // a rank with nothing to say
-    if (std::abs(std::log(ratio)) > std::abs(std::log(furthest))) furthest = ratio;
+    log_sum += std::log(ratio);
+    ++ranks;
   }
-  return furthest;
+  return ranks > 0 ? std::exp(log_sum / ranks) : 1.0;
 }
 
 }  // namespace zpp::tune

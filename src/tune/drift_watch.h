@@ -1,11 +1,12 @@
 // ZPP_TUNE=auto checks its model against what calls really take: at each step-epoch advance every
 // rank gives the ratio of the measured time of its tuned calls since the last look to what the
 // trials measured for their size band (calls of a band no trial measured are left out), the ranks
-// agree on the ratio furthest from 1, and after kDriftEpochs epochs in a row more than 2x off
-// either way, every rank recalibrates at the same call (contract 3). A recalibration that changed
-// no decision doubles the epochs the next one waits for (a model off by a steady factor on this
-// machine would otherwise recalibrate every few steps for nothing). Pure: the caller measures,
-// exchanges and recalibrates.
+// agree on the geometric mean of their ratios (the trials' times are the ranks' mean too: one
+// rank that waited for later peers is not the link drifting), and after kDriftEpochs epochs in a
+// row more than 2x off either way, every rank recalibrates at the same call (contract 3). A
+// recalibration that changed no decision doubles the epochs the next one waits for (a model off by
+// a steady factor on this machine would otherwise recalibrate every few steps for nothing). Pure:
+// the caller measures, exchanges and recalibrates.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ class DriftWatch {
   // After a recalibration: whether it changed any decision (every rank knows the same).
   void Recalibrated(bool decisions_changed);
 
-  // The ratio furthest from 1 (by factor) of every rank's.
+  // The geometric mean of every rank's ratio (ranks without one left out; none: 1).
   static double Agree(std::span<const double> ratios);
 
  private:

@@ -1,10 +1,11 @@
 // ZPP_TUNE=auto's check of its model (tune/drift_watch.h): recalibration after kDriftEpochs
 // epochs in a row more than 2x off either way, never on one odd epoch; the ranks agree on the
-// ratio furthest from 1.
+// geometric mean of their ratios.
 #include "tune/drift_watch.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace zpp::tune {
@@ -51,10 +52,14 @@ TEST(DriftWatchTest, AnEpochWithinTwiceStartsTheCountAgain) {
   EXPECT_FALSE(watch.Observe(2.0));  // exactly 2x is not beyond it
 }
 
-TEST(DriftWatchTest, RanksAgreeOnTheRatioFurthestFromOne) {
-  EXPECT_DOUBLE_EQ(DriftWatch::Agree(std::vector<double>{1.2, 0.2, 3.0}), 0.2);
-  EXPECT_DOUBLE_EQ(DriftWatch::Agree(std::vector<double>{1.2, 0.9, 4.0}), 4.0);
-  EXPECT_DOUBLE_EQ(DriftWatch::Agree(std::vector<double>{0.0, 1.0}), 1.0);  // nothing to say
+// A rank whose calls waited for later peers reads far above its trials; the link drifting moves
+// every rank (the DDP testbed at 1000 Mbit/s recalibrated on one rank's 2.25x).
+TEST(DriftWatchTest, RanksAgreeOnTheGeometricMeanOfTheirRatios) {
+  EXPECT_NEAR(DriftWatch::Agree(std::vector<double>{0.5, 2.0, 1.0, 1.0}), 1.0, 1e-12);
+  EXPECT_NEAR(DriftWatch::Agree(std::vector<double>{3.0, 1.0, 1.0, 1.0}), std::pow(3.0, 0.25),
+              1e-12);
+  EXPECT_NEAR(DriftWatch::Agree(std::vector<double>{4.0, 0.0, 4.0}), 4.0, 1e-12);
+  EXPECT_DOUBLE_EQ(DriftWatch::Agree(std::vector<double>{0.0, 0.0}), 1.0);  // nothing to say
 }
 
 }  // namespace
