@@ -293,18 +293,18 @@ def tuner_lines(directory):
 
 
 def trials_lines(directory):
-    """Every communicator's trials line on node 0 (each once: a communicator's ranks agree), and
-    how many recalibrations node 0's ranks logged. HSDP's all-reduces run on its replica groups,
-    not on rank 0's first communicator (tuner_lines)."""
-    lines, recalibrations = [], 0
+    """Every communicator's trials line on node 0 and its recalibrations, each once (a
+    communicator's ranks log the same agreed line): (the trials lines, how many recalibrations).
+    HSDP's all-reduces run on its replica groups, not on rank 0's first communicator
+    (tuner_lines)."""
+    found = {"ZPP INFO trials measured": [], "ZPP INFO measured calls took": []}
     with open(os.path.join(directory, "node0.log"), errors="replace") as log:
         for line in log:
-            if "ZPP INFO trials measured" in line:
-                text = line.split("ZPP INFO ", 1)[1].strip()
-                if text not in lines:
+            for marker, lines in found.items():
+                text = line.split("ZPP INFO ", 1)[-1].strip()
+                if marker in line and text not in lines:
                     lines.append(text)
-            recalibrations += "ZPP INFO measured calls took" in line
-    return lines, recalibrations
+    return found["ZPP INFO trials measured"], len(found["ZPP INFO measured calls took"])
 
 
 def describe(entry):
