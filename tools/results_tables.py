@@ -332,7 +332,8 @@ def gpu_bench_table(root):
 REPLICATED_AUTO_LABELS = (("gloo", "gloo"), ("bf16-hook", "torch's `bf16_compress_hook`"),
                           ("plain", "zpp plain"), ("ar8", "`ar8`"), ("ar4+ef", "`ar4+ef`"),
                           ("auto", "`auto` (plain, `qar8` = 8 bits with `ar4+ef`'s feedback, or "
-                                   "`qar4` = `ar4+ef`; one communicator's choices / the next's)"))
+                                   "`qar4` = `ar4+ef`; ' / ' between commits: another "
+                                   "communicator's, or the same one's after a recalibration)"))
 NOT_ZPP = ("gloo", "bf16-hook")
 
 
@@ -364,8 +365,8 @@ def replicated_auto_table(root):
             if mode not in medians:
                 continue
             if mode == "auto":
-                # tuner_trials: every communicator's line (older files); else run.py's `tuner`,
-                # rank 0's first communicator's.
+                # tuner_trials: every communicator's line; files older than run.py's
+                # trials_lines have only `tuner`, rank 0's first communicator's.
                 chosen = [r.get("tuner_trials") or [r.get("tuner", {}).get("trials", "")]
                           for r in mine if r["mode"] == mode]
                 label += f"; its choices per round: {'; '.join(_trial_choices(t) for t in chosen)}"

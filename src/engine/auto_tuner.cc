@@ -104,8 +104,8 @@ Result AutoTuner::ReadBack() {
     stats_.AddPredictedUs(timed.path, expected);
     stats_.AddMeasuredUs(timed.path, measured);
     if (timed.committed_us > 0) {
-      expected_total_us_ += static_cast<uint64_t>(timed.committed_us + 0.5);
-      measured_total_us_ += measured;
+      expected_total_us_ += timed.committed_us;
+      measured_total_us_ += us;
     }
     if (trials_ && trials_->running() && timed.decided) trial_log_.Add(timed.entry, us, timed.kind);
   }
@@ -153,8 +153,8 @@ Result AutoTuner::WatchDrift(BackendByteAllGather& exchange) {
   std::vector<double> ratios(static_cast<size_t>(exchange.size()));
   ZPP_CHECK(exchange.AllGather(std::as_bytes(std::span(&mine, 1)),
                                std::as_writable_bytes(std::span(ratios))));
+  if (!drift_.Observe(ratios)) return ncclSuccess;
   const double agreed = tune::DriftWatch::Agree(ratios);
-  if (!drift_.Observe(agreed)) return ncclSuccess;
   ++recalibrations_;
   std::shared_ptr<const tune::Tuning> tuning;
   ZPP_CHECK(tune::SetUpTuning(backend_, control_, exchange, engine_.shape(), settings_, &tuning));

@@ -78,7 +78,7 @@ class AutoTuner {
   std::string committed_;  // the last commit's table, to tell whether a recalibration changed it
   // The drift's running totals: only calls the table decided whose entry the trials measured (the
   // model's time for the rest is a prior, not a measurement to drift from).
-  uint64_t expected_total_us_ = 0, measured_total_us_ = 0;
+  double expected_total_us_ = 0, measured_total_us_ = 0;
   std::vector<TimedCall> timed_;                // this epoch's, read back at the next advance
   std::vector<std::unique_ptr<Event>> spares_;  // timing events free for the next calls
   bool told_untimed_ = false;

@@ -5,17 +5,30 @@
 
 namespace zpp::tune {
 
-double DriftWatch::Ratio(uint64_t predicted_us_total, uint64_t measured_us_total) {
-  const uint64_t predicted = predicted_us_total - last_predicted_;
-  const uint64_t measured = measured_us_total - last_measured_;
+double DriftWatch::Ratio(double predicted_us_total, double measured_us_total) {
+  const double predicted = predicted_us_total - last_predicted_;
+  const double measured = measured_us_total - last_measured_;
   last_predicted_ = predicted_us_total;
   last_measured_ = measured_us_total;
-  if (predicted == 0) return 1.0;
-  return static_cast<double>(measured) / static_cast<double>(predicted);
+  return predicted > 0 ? measured / predicted : 0.0;
 }
 
-bool DriftWatch::Observe(double agreed_ratio) {
-  const bool off = agreed_ratio > kDriftFactor || agreed_ratio < 1.0 / kDriftFactor;
+bool DriftWatch::Observe(std::span<const double> ratios) {
+  // The product of the ratios against 2^(+-ranks), by products, frexp and ldexp only: exact or
+  // correctly rounded in the same order on every rank, where log and exp are each host's libm.
+  static_assert(kDriftFactor == 2.0);
+  double mantissa = 1.0;
+  int exponent = 0, ranks = 0;
+  for (double ratio : ratios) {
+    if (!(ratio > 0)) continue;  // a rank with no news
+    int scale = 0;
+    mantissa = std::frexp(mantissa * ratio, &scale);
+    exponent += scale;
+    ++ranks;
+  }
+  if (ranks == 0) return false;  // no news: the count stands
+  const bool off =
+      std::ldexp(mantissa, exponent - ranks) > 1.0 || std::ldexp(mantissa, exponent + ranks) < 1.0;
   drifting_ = off ? drifting_ + 1 : 0;
   if (drifting_ < required_) return false;
   drifting_ = 0;

@@ -142,7 +142,7 @@ TEST(AutoTunerTest, CommitsToCompressionWhereTheEventsTimedTheLinkDear) {
 // the model's time: a model far off for them is not drift, and nothing is recalibrated.
 TEST(AutoTunerTest, CallsTheTrialsNeverMeasuredAreNotDrift) {
   const Afterwards unmeasured{
-      .count = 16 * kCount, .steps = 4 * tune::kDriftEpochs, .slowdown = 1e6};
+      .count = 2 * kCount, .steps = tune::kDriftEpochs + 2, .slowdown = 1e6};
   ASSERT_NE(CloseCall(AllOn())->table.EntryOf({plan::CollectiveOp::kAllGather, kCount}),
             CloseCall(AllOn())->table.EntryOf({plan::CollectiveOp::kAllGather, unmeasured.count}));
   for (const Outcome& outcome : RunTrials({1, 10, 1e-3}, StepsForEveryTrial(), unmeasured)) {
