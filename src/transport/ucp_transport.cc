@@ -631,7 +631,7 @@ void UcpTransport::AwaitBy(std::vector<Pending>* pending, Clock::time_point dead
       }
       ucp_request_free(p.request);
       p.request = nullptr;
-      if (!p.is_receive) LetGo(p.source);
+      LetGo(p.source);  // nullptr for receives
     }
     const Clock::time_point now = Clock::now();
     if (!in_progress || now >= deadline || now - active >= quiet) return;
@@ -667,7 +667,7 @@ std::string UcpTransport::FreeEnded(std::vector<Pending>* pending, bool* all_end
     }
     ucp_request_free(p.request);
     p.request = nullptr;
-    if (!p.is_receive) LetGo(p.source);
+    LetGo(p.source);  // nullptr for receives
   }
   return failed;
 }

@@ -170,9 +170,8 @@ class UcpTransport final : public Transport {
   std::vector<NoteSend> note_sends_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  ucp_datatype_t send_type_ = 0;
-  Placement placement_ = Placement::kAsFound;  // set before Connect      // SendSource's generic
-                                               // datatype; destroyed after the worker
+  ucp_datatype_t send_type_ = 0;  // SendSource's generic datatype; destroyed after the worker
+  Placement placement_ = Placement::kAsFound;  // set before Connect
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };

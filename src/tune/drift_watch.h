@@ -32,6 +32,9 @@ class DriftWatch {
   static double Agree(std::span<const double> ratios);
 
  private:
+  struct Product;
+  static Product Multiply(std::span<const double> ratios);
+
   double last_predicted_ = 0;
   double last_measured_ = 0;
   int drifting_ = 0;
