@@ -9,7 +9,8 @@ the rounds of run.py's median step, beside gloo's and the bf16 hook's.
 
     bench/netbench/rounds.py --python VENV/bin/python --build BUILD --out DIR \\
         [--frameworks ddp,hsdp] [--rates 50,1000] [--modes gloo,plain,ar8,ar4+ef,auto,bf16-hook]
-        [--rounds 3] [--steps 14] --json RESULT.json --what "..."
+        [--rounds 3] [--steps 14] [--congestion-control bbr,cubic] --json RESULT.json \\
+        --what "..."
 
 Needs root (tools/netbed), like make netbench.
 """
@@ -24,14 +25,17 @@ import sys
 HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-def one_round(args, framework, rate, index):
-    out = os.path.join(args.out, f"{framework}_{rate:g}_r{index}")
+def one_round(args, framework, rate, index, congestion_control):
+    out = os.path.join(args.out, f"{framework}_{rate:g}_r{index}" +
+                       (f"_{congestion_control}" if congestion_control else ""))
     summary = os.path.join(out, "summary.json")
     if not os.path.exists(summary):  # else a finished part of an interrupted campaign
         os.makedirs(out, exist_ok=True)
         command = [sys.executable, os.path.join(HERE, "run.py"), "--python", args.python,
                    "--build", args.build, "--out", out, "--frameworks", framework, "--rates",
                    f"{rate:g}", "--modes", args.modes, "--no-baseline", "--steps", str(args.steps)]
+        if congestion_control:
+            command += ["--congestion-control", congestion_control]
         with open(os.path.join(out, "log.txt"), "w") as log:
             subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True,
                            timeout=args.timeout)
@@ -43,9 +47,11 @@ def one_round(args, framework, rate, index):
 def table(runs):
     lines = ["| framework | link | mode | rounds (s) | median | / gloo | / bf16 hook |",
              "|---|---|---|---|---:|---:|---:|"]
-    keys = sorted({(r["framework"], r["rate_mbit"]) for r in runs})
-    for framework, rate in keys:
-        here = [r for r in runs if r["framework"] == framework and r["rate_mbit"] == rate]
+    keys = sorted({(r["framework"], r["rate_mbit"], r.get("congestion_control", "")) for r in runs})
+    for framework, rate, congestion_control in keys:
+        here = [r for r in runs if (r["framework"], r["rate_mbit"],
+                                    r.get("congestion_control", "")) == (framework, rate,
+                                                                         congestion_control)]
         medians = {}
         for mode in dict.fromkeys(r["mode"] for r in here):
             medians[mode] = statistics.median(r["median_step_s"] for r in here if r["mode"] == mode)
@@ -53,7 +59,8 @@ def table(runs):
             steps = ", ".join(f"{r['median_step_s']:.3f}" for r in here if r["mode"] == mode)
             ratios = [f"{median / medians[base]:.3f}" if base in medians else ""
                       for base in ("gloo", "bf16-hook")]
-            lines.append(f"| {framework} | {rate:g} Mbit/s | {mode} | {steps} | {median:.3f} s | "
+            link = f"{rate:g} Mbit/s" + (f", {congestion_control}" if congestion_control else "")
+            lines.append(f"| {framework} | {link} | {mode} | {steps} | {median:.3f} s | "
                          f"{ratios[0]} | {ratios[1]} |")
     return "\n".join(lines)
 
@@ -71,13 +78,18 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=14)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per run.py call")
+    parser.add_argument("--congestion-control", metavar="NAMES", default="",
+                        help="TCP's in the testbed, a comma list run in turn within each round "
+                        "(default: the machine's)")
     args = parser.parse_args()
     runs = []
     for index in range(args.rounds):
         for framework in args.frameworks.split(","):
             for rate in args.rates.split(","):
-                runs += one_round(args, framework, float(rate), index)
-                print(f"round {index}: {framework} at {rate} Mbit/s done", flush=True)
+                for congestion_control in args.congestion_control.split(","):
+                    runs += one_round(args, framework, float(rate), index, congestion_control)
+                    print(f"round {index}: {framework} at {rate} Mbit/s "
+                          f"{congestion_control} done", flush=True)
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], text=True,
                             capture_output=True, check=False).stdout.strip()
     summary = {"what": args.what, "command": " ".join([os.path.relpath(__file__)] + sys.argv[1:]),

@@ -88,6 +88,8 @@ def parse(argv):
     parser.add_argument("--frameworks", default=",".join(convergence.FRAMEWORKS))
     parser.add_argument("--rates", default=",".join(map(str, RATES)), help="Mbit/s, comma list")
     parser.add_argument("--delay-ms", type=float, default=0.5)
+    parser.add_argument("--congestion-control", metavar="NAME",
+                        help="TCP's in the testbed (tools/netbed; default: the machine's)")
     parser.add_argument("--modes", default=None,
                         help=f"default: {','.join(ALL_MODES)} (fsdp2, deepspeed), "
                         f"{','.join(ALL_REPLICATED_MODES)} (ddp, hsdp; powersgd: ddp only)")
@@ -183,7 +185,9 @@ def run_one(args, framework, mode, rate, nodes, ranks_per_node):
     counters = os.path.join(directory, "links.json")
     bed = [sys.executable, NETBED, "run", "--nodes", str(nodes), "--rate-mbit", f"{rate:g}",
            "--delay-ms", f"{args.delay_ms:g}" if rate else "0", "--timeout",
-           str(args.timeout), "--counters", counters, "--log-dir", directory, "--"]
+           str(args.timeout), "--counters", counters, "--log-dir", directory] + (
+               ["--congestion-control", args.congestion_control]
+               if args.congestion_control else []) + ["--"]
     started = time.monotonic()
     done = subprocess.run(bed + command, env=env, check=False, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
@@ -242,6 +246,8 @@ def summarize(args, framework, mode, rate, nodes, ranks_per_node, directory, row
     entry = {
         "framework": framework, "mode": mode, "rate_mbit": rate, "nodes": nodes,
         "ranks_per_node": ranks_per_node, "delay_ms": links["delay_applied_ms"],
+        "congestion_control": links["congestion_control"],
+        "queue_drops": sum(link[way]["drops"] for link in links["links"] for way in ("up", "down")),
         "median_step_s": statistics.median(timed), "steps": len(rows),
         "final_loss": convergence.final_loss(rows), "wall_s": round(wall, 1),
         "wire_bytes_per_step": links["payload_bytes"]["up"] / len(rows),

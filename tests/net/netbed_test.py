@@ -1,5 +1,6 @@
-"""tools/netbed: the links are shaped and counted, and a run leaves nothing behind, whether it
-ends well, fails, runs out of time, is interrupted, or is killed (then `netbed cleanup`).
+"""tools/netbed: the links are shaped and counted, TCP's congestion control is the one asked for,
+and a run leaves nothing behind, whether it ends well, fails, runs out of time, is interrupted,
+or is killed (then `netbed cleanup`).
 
     python3 tests/net/netbed_test.py      (root; exits 77 with the reason where netbed cannot run)
 """
@@ -87,6 +88,27 @@ class NetbedTest(unittest.TestCase):
         delivered = links["links"][1]["down"]["payload_bytes"]
         for payload in (sent, delivered):
             self.assertLess(abs(payload - size) / size, 0.01, links)
+
+    def test_congestion_control_is_set_and_recorded_or_refused(self):
+        # reno is built into every kernel, and every namespace may use it.
+        with tempfile.TemporaryDirectory() as directory:
+            counters = os.path.join(directory, "links.json")
+            run = start("--nodes", "2", "--rate-mbit", "50", "--congestion-control", "reno",
+                        "--counters", counters, "--", "sysctl", "-n",
+                        "net.ipv4.tcp_congestion_control")
+            output, _ = run.communicate(timeout=60)
+            self.assertEqual(run.returncode, 0, output)
+            self.assertEqual(output.split(), ["reno", "reno"])
+            with open(counters) as source:
+                links = json.load(source)
+        self.assertEqual(links["congestion_control"], "reno")
+        self.assertEqual(links["links"][0]["up"]["drops"], 0)
+        refused = start("--nodes", "2", "--congestion-control", "no-such-algorithm", "--",
+                        "true")
+        output, _ = refused.communicate(timeout=60)
+        self.assertEqual(refused.returncode, 2, output)
+        self.assertIn("net.ipv4.tcp_allowed_congestion_control", output)
+        self.assertEqual(ours(refused.pid), [])
 
     def test_failure_removes_everything(self):
         run = start("--nodes", "3", "--", "sh", "-c", "exit 3")
