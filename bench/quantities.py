@@ -1,5 +1,7 @@
 """The quantities zpp's results report, each defined once (docs/benchmarks.md, "Quantities"):
 the training scripts, the harnesses, the GPU report and the tests take them from here."""
+import contextlib
+import time
 
 
 def final_loss(losses):
@@ -9,6 +11,28 @@ def final_loss(losses):
         raise ValueError("final_loss: a run with no steps")
     tail = max(1, len(losses) // 10)
     return sum(losses[-tail:]) / tail
+
+
+class StepClock:
+    """The training scripts' `seconds` column: time since the first step less the time set
+    aside, so that the harness's own per-step bookkeeping (statistics, digests), which only some
+    modes do, stays out of every step time."""
+
+    def __init__(self, now=time.monotonic):
+        self._now = now
+        self._start = now()
+        self._aside = 0.0
+
+    def seconds(self):
+        return self._now() - self._start - self._aside
+
+    @contextlib.contextmanager
+    def aside(self):
+        began = self._now()
+        try:
+            yield
+        finally:
+            self._aside += self._now() - began
 
 
 def relative_pct(value, reference):

@@ -61,9 +61,16 @@ README_MODES = (("gloo", "gloo"), ("plain", "zpp plain"), ("zero++", "zero++"), 
                 ("ar4+ef", "`ar4+ef`"), ("auto", "`auto`"))
 
 
-def _newest_replicated_runs(root):
+def _link_case(run):
+    """A replicated run's framework, rate and TCP congestion control ("" where not recorded)."""
+    return run["framework"], run["rate_mbit"], run.get("congestion_control", "")
+
+
+def _newest_replicated_runs(root, by_congestion_control=False):
     """Every run of netbench_replicated_auto_cpu*.json, each (framework, rate) from the newest
-    file (by date, then name) that holds it, each run with its file's `source` label."""
+    file (by date, then name) that holds it, each run with its file's `source` label; with
+    by_congestion_control, the newest of each (framework, rate, TCP congestion control), the
+    files before netbed recorded it counting as one more kind ("")."""
     summaries = sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
                         for path in glob.glob(os.path.join(
                             root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
@@ -72,8 +79,10 @@ def _newest_replicated_runs(root):
     for summary, name in summaries:
         cases = {}
         for run in summary["runs"]:
-            cases.setdefault((run["framework"], run["rate_mbit"]), []).append(
-                dict(run, source=f"`{name}` ({summary['date']})"))
+            tcp = _link_case(run)[2]
+            case = _link_case(run) if by_congestion_control else _link_case(run)[:2]
+            cases.setdefault(case, []).append(
+                dict(run, source=f"`{name}` ({summary['date']}{', TCP ' + tcp if tcp else ''})"))
         newest.update(cases)
     return [run for runs in newest.values() for run in runs]
 
@@ -348,13 +357,13 @@ def _trial_choices(trials):
 def replicated_auto_table(root):
     """DDP and HSDP per link and mode over interleaved rounds, against gloo and the bf16 hook,
     with auto's choice: the newest netbench_replicated_auto_cpu*.json of each framework and link."""
-    runs = _newest_replicated_runs(root)
+    runs = _newest_replicated_runs(root, by_congestion_control=True)
     lines = ["| framework | link | mode | per round | median | / gloo | / bf16 hook | "
              "/ fastest zpp mode | from |", "|---|---|---|---|---:|---:|---:|---:|---|"]
-    cases = sorted({(r["framework"], r["rate_mbit"]) for r in runs},
-                   key=lambda case: (case[0] != "ddp", -case[1]))
-    for framework, rate in cases:
-        mine = sorted((r for r in runs if (r["framework"], r["rate_mbit"]) == (framework, rate)),
+    cases = sorted({_link_case(r) for r in runs},
+                   key=lambda case: (case[0] != "ddp", -case[1], case[2]))
+    for framework, rate, tcp in cases:
+        mine = sorted((r for r in runs if _link_case(r) == (framework, rate, tcp)),
                       key=lambda r: r["round"])
         steps = {mode: [r["median_step_s"] for r in mine if r["mode"] == mode]
                  for mode, _ in REPLICATED_AUTO_LABELS}
@@ -370,7 +379,8 @@ def replicated_auto_table(root):
                 chosen = [r.get("tuner_trials") or [r.get("tuner", {}).get("trials", "")]
                           for r in mine if r["mode"] == mode]
                 label += f"; its choices per round: {'; '.join(_trial_choices(t) for t in chosen)}"
-            lines.append(f"| {framework.upper()} | {rate:g} Mbit/s | {label} | "
+            link = f"{rate:g} Mbit/s, TCP {tcp or 'not recorded'}"
+            lines.append(f"| {framework.upper()} | {link} | {label} | "
                          f"{', '.join(f'{v:.3f}' for v in steps[mode])} | {medians[mode]:.3f} s | "
                          f"{medians[mode] / medians['gloo']:.3f} | "
                          f"{f'{medians[mode] / hook:.3f}' if hook else ''} | "

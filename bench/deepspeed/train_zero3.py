@@ -23,7 +23,6 @@ with --stats-dir every rank writes stats<rank>.json: zpp's counters after each o
 import argparse
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fsdp"))
@@ -154,19 +153,21 @@ def main():
 
     read = counters(args)
     per_step, lines = [], []
-    start = time.monotonic()
+    clock = quantities.StepClock()
     for step in range(args.steps):
         inputs, targets = (t.to(device) for t in batches.get(step))
         loss = gpt_text.loss_of(engine, inputs, targets)
         engine.backward(loss)
         # DeepSpeed drops its secondary copies at the step: measured before it.
-        kept = secondary_bytes(engine) if read is not None else 0
+        with clock.aside():
+            kept = secondary_bytes(engine) if read is not None else 0
         engine.step()
         total = loss.detach().float().clone()
         dist.all_reduce(total)
-        lines.append(f"{step},{total.item() / world:.8f},{time.monotonic() - start:.3f}")
+        lines.append(f"{step},{total.item() / world:.8f},{clock.seconds():.3f}")
         if read is not None:
-            per_step.append(dict(read(), ds_secondary_bytes=kept))
+            with clock.aside():
+                per_step.append(dict(read(), ds_secondary_bytes=kept))
     gpt_text.write_run(args, rank, world, lines, per_step if args.stats_dir else [])
     if rank == 0:
         final = quantities.final_loss(float(line.split(",")[1]) for line in lines)

@@ -47,7 +47,7 @@ def add_run_arguments(parser):
 
 def write_run(args, rank, world, lines, per_step):
     """Every rank's counters (stats<rank>.json under --stats-dir, when there are any), and rank
-    0's loss CSV (step, mean loss over ranks, seconds since the first step)."""
+    0's loss CSV (step, mean loss over ranks, bench/quantities.py's StepClock seconds)."""
     if per_step:
         import json
 

@@ -19,7 +19,6 @@ import ctypes
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import gpt_text  # noqa: E402 (beside this file; imports torch)
@@ -251,7 +250,7 @@ def train(args, rank, device, world):
     zpp_stats = stats_reader(args)
     per_step = []
     lines = []
-    start = time.monotonic()
+    clock = quantities.StepClock()
     for step in range(args.steps):
         if step == args.die_at_step and rank == args.die_rank:
             if args.die_how == "stall":
@@ -265,9 +264,10 @@ def train(args, rank, device, world):
         schedule.step()
         total = loss.detach().clone()
         dist.all_reduce(total)
-        lines.append(f"{step},{total.item() / world:.8f},{time.monotonic() - start:.3f}")
+        lines.append(f"{step},{total.item() / world:.8f},{clock.seconds():.3f}")
         if zpp_stats is not None:
-            per_step.append(dict(zpp_stats(), param_digest=digest(model)))
+            with clock.aside():
+                per_step.append(dict(zpp_stats(), param_digest=digest(model)))
     gpt_text.write_run(args, rank, world, lines, per_step)
     if args.checkpoint:
         count = save_and_load_checkpoint(model, optimizer, args.checkpoint)

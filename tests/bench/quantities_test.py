@@ -22,6 +22,14 @@ class QuantitiesTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             quantities.final_loss([])
 
+    def test_step_clock_leaves_out_the_time_set_aside(self):
+        ticks = iter([10.0, 11.0, 11.5, 14.5, 15.0])  # start, then each reading of the clock
+        clock = quantities.StepClock(now=lambda: next(ticks))
+        self.assertEqual(clock.seconds(), 1.0)
+        with clock.aside():  # 11.5 to 14.5: bookkeeping
+            pass
+        self.assertEqual(clock.seconds(), 2.0)  # 15 - 10, less 3 set aside
+
     def test_verdicts(self):
         verdict = lambda values: quantities.paired_verdict(values)["verdict"]  # noqa: E731
         self.assertEqual(verdict([0.2, 0.25, 0.3]), "worse")  # above +0.1%, far from zero
