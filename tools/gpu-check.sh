@@ -47,7 +47,8 @@
 # DeepSpeed is not in the GPU machine's image: run tools/gpu-wheels.sh here first and carry
 # .whl/ (the parts install it into a scratch folder there).
 #
-# Usage: tools/gpu-check.sh [--dry-run] BUILD [PART...]   (no PART: all, in the order above)
+# Usage: tools/gpu-check.sh [--dry-run] [BUILD] [PART...]   (BUILD: default ./build; no PART: all,
+#        in the order above)
 #        tools/gpu-check.sh --help   (this text)
 #   ZPP_CHECK_MPS=1  the ranks as clients of an MPS daemon (not with the sanitizer parts)
 #   --dry-run    print every part's commands instead of running them (needs no GPU)
@@ -67,9 +68,14 @@ fi
 all_parts="probe codec codec-mem plugin memcheck racecheck fsdp hpz-loops ddp deepspeed
   deepspeed-own bench allreduce-bench tune codec-bench speed"
 all_parts=$(echo $all_parts)
-# An absolute or relative BUILD both work: everything below uses its real path.
-build=$(realpath -m "${1:-build}")
-shift || true
+# An absolute or relative BUILD both work: everything below uses its real path. A first argument
+# that names a part leaves BUILD at its default (`gpu-check.sh --dry-run speed`).
+if [[ " $all_parts " == *" ${1:-build} "* ]]; then
+  build=$(realpath -m build)
+else
+  build=$(realpath -m "${1:-build}")
+  shift || true
+fi
 parts=" ${*:-$all_parts} "
 for part in $parts; do
   [[ " $all_parts " == *" $part "* ]] || { echo "gpu-check: unknown part '$part'" >&2; exit 2; }

@@ -356,7 +356,8 @@ def _trial_choices(trials):
 
 def replicated_auto_table(root):
     """DDP and HSDP per link and mode over interleaved rounds, against gloo and the bf16 hook,
-    with auto's choice: the newest netbench_replicated_auto_cpu*.json of each framework and link."""
+    with auto's choice: the newest netbench_replicated_auto_cpu*.json of each framework, link and
+    TCP congestion control."""
     runs = _newest_replicated_runs(root, by_congestion_control=True)
     lines = ["| framework | link | mode | per round | median | / gloo | / bf16 hook | "
              "/ fastest zpp mode | from |", "|---|---|---|---|---:|---:|---:|---:|---|"]

@@ -44,14 +44,16 @@ def one_round(args, framework, rate, index, congestion_control):
     return [dict(run, round=index) for run in runs]
 
 
+def link_case(run):
+    """A run's framework, rate and TCP congestion control ("" where not recorded)."""
+    return run["framework"], run["rate_mbit"], run.get("congestion_control", "")
+
+
 def table(runs):
     lines = ["| framework | link | mode | rounds (s) | median | / gloo | / bf16 hook |",
              "|---|---|---|---|---:|---:|---:|"]
-    keys = sorted({(r["framework"], r["rate_mbit"], r.get("congestion_control", "")) for r in runs})
-    for framework, rate, congestion_control in keys:
-        here = [r for r in runs if (r["framework"], r["rate_mbit"],
-                                    r.get("congestion_control", "")) == (framework, rate,
-                                                                         congestion_control)]
+    for framework, rate, congestion_control in sorted({link_case(r) for r in runs}):
+        here = [r for r in runs if link_case(r) == (framework, rate, congestion_control)]
         medians = {}
         for mode in dict.fromkeys(r["mode"] for r in here):
             medians[mode] = statistics.median(r["median_step_s"] for r in here if r["mode"] == mode)

@@ -42,6 +42,13 @@ class DryRunTest(unittest.TestCase):
         self.assertIn("ip netns", out)
         self.assertRegex(out, r"ZPP_BENCH_MODES=plain\\,passthrough")
 
+    def test_a_part_first_leaves_the_default_build(self):
+        code, out = dry_run("speed")  # run from the checkout: BUILD is its build folder
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("== "), 1, out)
+        self.assertIn(os.path.join(os.path.realpath(SOURCE), "build", "bin", "zpp-codec-gpu-bench"),
+                      out)
+
     def test_every_part_prints_its_commands(self):
         code, out = dry_run(BUILD)
         self.assertEqual(code, 0, out)
