@@ -61,9 +61,14 @@ README_MODES = (("gloo", "gloo"), ("plain", "zpp plain"), ("zero++", "zero++"), 
                 ("ar4+ef", "`ar4+ef`"), ("auto", "`auto`"))
 
 
+@functools.cache
+def _rounds():
+    """bench/netbench/rounds.py: its link_case and its campaign table."""
+    return _module(ROOT, "netbench_rounds", "bench/netbench/rounds.py")
+
+
 def _link_case(run):
-    """A replicated run's framework, rate and TCP congestion control ("" where not recorded)."""
-    return run["framework"], run["rate_mbit"], run.get("congestion_control", "")
+    return _rounds().link_case(run)
 
 
 def _newest_replicated_runs(root, by_congestion_control=False):
@@ -79,9 +84,9 @@ def _newest_replicated_runs(root, by_congestion_control=False):
     for summary, name in summaries:
         cases = {}
         for run in summary["runs"]:
-            tcp = _link_case(run)[2]
-            case = _link_case(run) if by_congestion_control else _link_case(run)[:2]
-            cases.setdefault(case, []).append(
+            case = _link_case(run)
+            tcp = case[2]
+            cases.setdefault(case if by_congestion_control else case[:2], []).append(
                 dict(run, source=f"`{name}` ({summary['date']}{', TCP ' + tcp if tcp else ''})"))
         newest.update(cases)
     return [run for runs in newest.values() for run in runs]
@@ -390,6 +395,40 @@ def replicated_auto_table(root):
     return "\n".join(lines) + "\n"
 
 
+def tcp_congestion_table(root):
+    """HSDP at 50 Mbit/s, gloo and plain under BBR and cubic in turn (rounds.py's own table)."""
+    return _rounds().table(_results(root, "netbench_tcp_congestion_hsdp_cpu.json")["runs"]) + "\n"
+
+
+def _plain_and_auto(runs):
+    """Over `runs` of one case: plain's median step over gloo's, and auto's over the fastest fixed
+    zpp mode's."""
+    medians = {mode: statistics.median(r["median_step_s"] for r in runs if r["mode"] == mode)
+               for mode in {r["mode"] for r in runs}}
+    fastest = min(value for mode, value in medians.items() if mode not in NOT_ZPP + ("auto",))
+    return medians["plain"] / medians["gloo"], medians["auto"] / fastest
+
+
+def case_files_table(root, case):
+    """Every netbench_replicated_auto_cpu*.json file holding `case` (framework, rate, TCP) apart,
+    then all their rounds together: where the replicated table shows only the newest file."""
+    lines = ["| file | rounds | plain / gloo | `auto` / fastest fixed zpp mode |",
+             "|---|---:|---:|---:|"]
+    every = []
+    for path in sorted(glob.glob(os.path.join(root, "bench", "results",
+                                              "netbench_replicated_auto_cpu*.json"))):
+        runs = [r for r in _results(root, os.path.basename(path))["runs"] if _link_case(r) == case]
+        if not runs:
+            continue
+        every += [dict(r, round=(os.path.basename(path), r["round"])) for r in runs]
+        plain, auto = _plain_and_auto(runs)
+        lines.append(f"| `{os.path.basename(path)}` | {len({r['round'] for r in runs})} | "
+                     f"{plain:.3f} | {auto:.3f} |")
+    plain, auto = _plain_and_auto(every)
+    lines.append(f"| all of them | {len({r['round'] for r in every})} | {plain:.3f} | {auto:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def passthrough_table(root):
     """The interposer's host cost per passed-through call (bench/passthrough_bench.cc)."""
     lines = ["| call | straight into NCCL | through zpp | zpp's own cost | rounds |",
@@ -417,6 +456,10 @@ TABLES = (
      all_reduce_cost_table),
     ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
     ("docs/benchmarks.md", "passthrough-table", "tools/results_tables.py", passthrough_table),
+    ("docs/benchmarks.md", "tcp-congestion-table", "tools/results_tables.py",
+     tcp_congestion_table),
+    ("docs/benchmarks.md", "hsdp-1000-cubic-table", "tools/results_tables.py",
+     functools.partial(case_files_table, case=("hsdp", 1000.0, "cubic"))),
     ("docs/benchmarks.md", "replicated-auto-table", "tools/results_tables.py",
      replicated_auto_table),
     ("README.md", "gpu-loss-table", "tools/results_tables.py", gpu_loss_table),

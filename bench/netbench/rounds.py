@@ -50,8 +50,8 @@ def link_case(run):
 
 
 def table(runs):
-    lines = ["| framework | link | mode | rounds (s) | median | / gloo | / bf16 hook |",
-             "|---|---|---|---|---:|---:|---:|"]
+    lines = ["| framework | link | mode | rounds (s) | median | / gloo | / bf16 hook | "
+             "queue drops per round |", "|---|---|---|---|---:|---:|---:|---|"]
     for framework, rate, congestion_control in sorted({link_case(r) for r in runs}):
         here = [r for r in runs if link_case(r) == (framework, rate, congestion_control)]
         medians = {}
@@ -59,11 +59,13 @@ def table(runs):
             medians[mode] = statistics.median(r["median_step_s"] for r in here if r["mode"] == mode)
         for mode, median in medians.items():
             steps = ", ".join(f"{r['median_step_s']:.3f}" for r in here if r["mode"] == mode)
+            drops = ", ".join(str(r["queue_drops"]) for r in here
+                              if r["mode"] == mode and "queue_drops" in r)
             ratios = [f"{median / medians[base]:.3f}" if base in medians else ""
                       for base in ("gloo", "bf16-hook")]
             link = f"{rate:g} Mbit/s" + (f", {congestion_control}" if congestion_control else "")
             lines.append(f"| {framework} | {link} | {mode} | {steps} | {median:.3f} s | "
-                         f"{ratios[0]} | {ratios[1]} |")
+                         f"{ratios[0]} | {ratios[1]} | {drops} |")
     return "\n".join(lines)
 
 
