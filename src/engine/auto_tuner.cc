@@ -1,5 +1,6 @@
 #include "engine/auto_tuner.h"
 
+#include <chrono>
 #include <span>
 #include <string>
 
@@ -10,6 +11,11 @@
 namespace zpp::engine {
 
 namespace {
+
+double SteadyClockUs() {
+  using Us = std::chrono::duration<double, std::micro>;
+  return Us(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // For the TRACE line: each entry with a call, and this rank's mean per call.
 std::string DescribeMeans(std::span<const double> means) {
@@ -31,11 +37,18 @@ AutoTuner::AutoTuner(Backend& backend, Stream& control, Engine& engine, StatsCou
       engine_(engine),
       stats_(stats),
       settings_(options.settings),
-      epoch_(options.epoch) {
+      epoch_(options.epoch),
+      step_clock_(SteadyClockUs) {
   // The first epoch is the first trial's: its calls are measured as that candidate's.
   trials_.emplace(options.tuning);
   engine_.SetTuning(trials_->current());
   watched_epoch_ = epoch_();
+  advanced_at_us_ = step_clock_();
+}
+
+void AutoTuner::SetStepClockForTesting(std::function<double()> clock_us) {
+  step_clock_ = std::move(clock_us);
+  advanced_at_us_ = step_clock_();
 }
 
 Result AutoTuner::Prepare() {
@@ -117,29 +130,36 @@ Result AutoTuner::ReadBack() {
 Result AutoTuner::AtCall() {
   const uint64_t epoch = epoch_();
   if (epoch == watched_epoch_) return ncclSuccess;
+  const double now = step_clock_();
+  // One whole step; an advance over several (the communicator idle meanwhile) times none.
+  const double step_us = epoch == watched_epoch_ + 1 ? now - advanced_at_us_ : 0;
+  advanced_at_us_ = now;
   watched_epoch_ = epoch;
   ZPP_CHECK(ReadBack());
   if (!trials_) return ncclSuccess;  // a recalibration failed: the static rule from then on
   // Every rank is here at the same call: the first after the same optimizer step.
   BackendByteAllGather exchange(backend_, control_);
-  return trials_->running() ? AdvanceTrials(exchange) : WatchDrift(exchange);
+  return trials_->running() ? AdvanceTrials(exchange, step_us) : WatchDrift(exchange);
 }
 
 double AutoTuner::DriftRatio() { return drift_.Ratio(expected_total_us_, measured_total_us_); }
 
-Result AutoTuner::AdvanceTrials(BackendByteAllGather& exchange) {
-  const std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
-  ZPP_TRACE(kTune, "trial epoch: this rank's mean per call by table entry (us):%s",
-            DescribeMeans(mine).c_str());
-  std::vector<double> all(mine.size() * static_cast<size_t>(exchange.size()));
+Result AutoTuner::AdvanceTrials(BackendByteAllGather& exchange, double step_us) {
+  std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
+  ZPP_TRACE(kTune, "trial epoch of %.0f us: this rank's mean per call by table entry (us):%s",
+            step_us, DescribeMeans(mine).c_str());
+  mine.push_back(step_us);
+  std::vector<double> all(tune::kTrialRecordValues * static_cast<size_t>(exchange.size()));
   ZPP_CHECK(
       exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
-  trials_->Advance(tune::AgreeOnMeans(all));
+  trials_->Advance(tune::AgreeOnEpoch(all));
   engine_.SetTuning(trials_->current());
   if (trials_->running()) return ncclSuccess;
   const tune::DecisionTable& table = trials_->current()->table;
   ZPP_INFO(kTune, "trials measured (agreed mean per call): %s",
            table.DescribeTrials(trials_->means()).c_str());
+  ZPP_INFO(kTune, "trials' steps (agreed wall time of a step epoch, each table's faster): %s",
+           trials_->DescribeSteps().c_str());
   ZPP_INFO(kTune, "committed decision by whole-buffer size: %s", table.Describe().c_str());
   const std::string described = table.Describe();
   if (!committed_.empty()) drift_.Recalibrated(described != committed_);

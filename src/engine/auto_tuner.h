@@ -1,7 +1,8 @@
 // ZPP_TUNE=auto after set-up, one per communicator (docs/architecture.md, "ZPP_TUNE=auto"):
 // every call it is given is timed by two timing events on the call's own stream, never by a
 // host wait. At the first call of a new step epoch the ranks read the last epoch's times back
-// (the one host wait, on work an optimizer step old), agree on them, and move the trials on
+// (the one host wait, on work an optimizer step old) and the host's time since the last advance
+// (the step, which paces the host through that wait), agree on them, and move the trials on
 // (tune/trial_schedule.h), or, once committed, watch the drift (tune/drift_watch.h). The stats'
 // predicted and measured times (zppStats_t) count an epoch's calls at that read-back. One call at
 // a time, as NCCL requires of a communicator (the engine's own rule).
@@ -43,6 +44,8 @@ class AutoTuner {
   bool trials_running() const { return trials_ && trials_->running(); }
   // How many times drift made the ranks recalibrate.
   int recalibrations() const { return recalibrations_; }
+  // Tests: the clock the step epochs are timed by, in microseconds (by default steady_clock's).
+  void SetStepClockForTesting(std::function<double()> clock_us);
 
   // Timed calls per step epoch; later ones in the epoch run untimed (the same calls on every
   // rank, so every rank measures the same ones).
@@ -60,7 +63,8 @@ class AutoTuner {
   };
   // The last epoch's times into the trials' log, the drift figures and the stats.
   Result ReadBack();
-  Result AdvanceTrials(BackendByteAllGather& exchange);
+  // `step_us`: this rank's wall time of the epoch that ended (0: not one whole epoch).
+  Result AdvanceTrials(BackendByteAllGather& exchange, double step_us);
   Result WatchDrift(BackendByteAllGather& exchange);
   double DriftRatio();  // this rank's measured over expected time since the last look
   double ExpectedUs(const plan::Call& call, const plan::Plan& ran) const;
@@ -72,6 +76,8 @@ class AutoTuner {
   const plan::Settings settings_;
   const std::function<uint64_t()> epoch_;
   uint64_t watched_epoch_ = 0;
+  std::function<double()> step_clock_;
+  double advanced_at_us_ = 0;  // the step clock at the last advance (at first, at set-up)
   std::optional<tune::TrialSchedule> trials_;  // empty: a recalibration failed, the static rule
   tune::TrialLog trial_log_;
   tune::DriftWatch drift_;

@@ -110,6 +110,11 @@ double ModelledMicroseconds(const costmodel::ClusterModel& model, const plan::Sh
 
 namespace {
 
+// Whether any trial measured a call of `entry`.
+bool MeasuredAt(const std::vector<std::vector<double>>& means, int entry) {
+  return std::any_of(means.begin(), means.end(), [entry](const auto& t) { return t[entry] > 0; });
+}
+
 // A hit's modelled time over its fill's, for a plan that fills hpZ's partition (0: none).
 float HitOverFill(const costmodel::ClusterModel& model, const plan::Shape& shape,
                   const plan::Settings& settings, const plan::Call& call) {
@@ -227,6 +232,27 @@ DecisionTable DecisionTable::Committed(const std::vector<std::vector<double>>& m
     table.expected_us_[e] = static_cast<float>(best);
   }
   return table;
+}
+
+DecisionTable DecisionTable::CommittedToTrial(int t,
+                                              const std::vector<std::vector<double>>& means) const {
+  DecisionTable table = *this;  // the model's choice where no trial measured
+  table.hit_ratio_now_ = {};
+  const DecisionTable trial = ForTrial(t);
+  for (int e = 0; e < kEntries; ++e) {
+    if (!MeasuredAt(means, e)) continue;
+    table.choice_[e] = trial.choice_[e];
+    table.expected_us_[e] = static_cast<float>(means.at(static_cast<size_t>(t))[e]);
+  }
+  return table;
+}
+
+bool DecisionTable::SameWhereMeasured(const DecisionTable& other,
+                                      const std::vector<std::vector<double>>& means) const {
+  for (int e = 0; e < kEntries; ++e) {
+    if (MeasuredAt(means, e) && choice_[e] != other.choice_[e]) return false;
+  }
+  return true;
 }
 
 double DecisionTable::ExpectedUs(const plan::Call& call) const {

@@ -4,7 +4,7 @@
 // turned on a call runs with, the empty choice being NCCL. Built at communicator set-up from the
 // cost model (costmodel/cost_model.h) with the figures every rank agreed on (tune/calibration.h),
 // which also keeps, per entry, a shortlist of the candidates the model cannot rule out; the
-// trials (tune/trial_schedule.h) then run each for two steps and commit to the one measured
+// trials (tune/trial_schedule.h) then run each for two steps and commit to what they measured
 // fastest. Every input is identical on all ranks, so every rank decides alike (contract 3), and a
 // call costs one table look-up.
 #pragma once
@@ -38,9 +38,9 @@ class DecisionTable {
   // The trials' steps: the longest shortlist.
   int Trials() const;
   // The table of trial `t`: each entry its t-th candidate, or its last when it has fewer. The
-  // candidates with hpZ come last, so that the epochs before an hpZ trial (and before the commit)
-  // ran hpZ too (kept from when hpZ's reuse followed a pattern agreed two epochs earlier; since
-  // issue 44 it pairs within the epoch, and the order costs nothing).
+  // candidates with hpZ come last in each round (kept from when hpZ's reuse followed a pattern
+  // agreed two epochs earlier; since issue 44 it pairs within the epoch, and the order costs
+  // nothing).
   DecisionTable ForTrial(int t) const;
   // Per entry, a hit's time over a fill's by the model for the candidate the table runs (0: not
   // hpZ): what a trial without hits (no backward gathers in it) expects of the hits it would buy.
@@ -49,6 +49,12 @@ class DecisionTable {
   // call of the entry under ForTrial(t) (0: no call), and a measured entry keeps that time as
   // what it expects (ExpectedUs). Entries no trial measured keep the model's choice.
   DecisionTable Committed(const std::vector<std::vector<double>>& means) const;
+  // The table of trial `t` for good (its step measured shortest), each entry expecting what that
+  // trial measured of it.
+  DecisionTable CommittedToTrial(int t, const std::vector<std::vector<double>>& means) const;
+  // Whether `other` chooses as this table does at every entry some trial measured.
+  bool SameWhereMeasured(const DecisionTable& other,
+                         const std::vector<std::vector<double>>& means) const;
   // The committed measurement of `call`'s entry (microseconds; 0: none).
   double ExpectedUs(const plan::Call& call) const;
   // For the log: each measured entry's candidates with their times, and the choice.

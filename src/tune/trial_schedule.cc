@@ -1,5 +1,9 @@
 #include "tune/trial_schedule.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
 namespace zpp::tune {
 
 void TrialLog::Add(int entry, double us, Kind kind) {
@@ -26,19 +30,32 @@ std::vector<double> TrialLog::TakeMeans(std::span<const float> hit_ratios) {
   return means;
 }
 
-std::vector<double> AgreeOnMeans(std::span<const double> all) {
-  constexpr size_t kEntries = DecisionTable::kEntries;
-  std::vector<double> agreed(kEntries);
-  for (size_t e = 0; e < kEntries; ++e) {
-    double sum = 0;
-    int ranks = 0;
-    for (size_t at = e; at < all.size(); at += kEntries) {
-      if (!(all[at] > 0)) continue;
-      sum += all[at];
-      ++ranks;
-    }
-    if (ranks > 0) agreed[e] = sum / ranks;
+namespace {
+
+// The mean of the ranks' figure at `at`, `at + stride`, ... (ranks without one left out).
+double MeanOverRanks(std::span<const double> all, size_t at, size_t stride) {
+  double sum = 0;
+  int ranks = 0;
+  for (; at < all.size(); at += stride) {
+    if (!(all[at] > 0)) continue;
+    sum += all[at];
+    ++ranks;
   }
+  return ranks > 0 ? sum / ranks : 0;
+}
+
+void KeepFaster(double& best, double us) {
+  if (us > 0 && (best == 0 || us < best)) best = us;
+}
+
+}  // namespace
+
+TrialEpoch AgreeOnEpoch(std::span<const double> all) {
+  TrialEpoch agreed;
+  for (size_t e = 0; e < agreed.means.size(); ++e) {
+    agreed.means[e] = MeanOverRanks(all, e, kTrialRecordValues);
+  }
+  agreed.step_us = MeanOverRanks(all, DecisionTable::kEntries, kTrialRecordValues);
   return agreed;
 }
 
@@ -48,26 +65,87 @@ TrialSchedule::TrialSchedule(std::shared_ptr<const Tuning> base) : base_(std::mo
   current_ = std::move(first);
 }
 
-void TrialSchedule::Advance(std::span<const double> agreed_means) {
+void TrialSchedule::Advance(const TrialEpoch& agreed) {
   if (committed_) return;
-  const size_t candidate = static_cast<size_t>(epoch_ / kEpochsPerTrial);
-  if (means_.size() <= candidate) means_.emplace_back(agreed_means.size());
-  std::vector<double>& best = means_[candidate];
-  for (size_t e = 0; e < best.size() && e < agreed_means.size(); ++e) {
-    const double us = agreed_means[e];
-    if (us > 0 && (best[e] == 0 || us < best[e])) best[e] = us;
+  const int trials = base_->table.Trials();
+  const int tried_epochs = kEpochsPerTrial * trials;
+  const auto run = static_cast<size_t>(epoch_ < tried_epochs ? epoch_ % trials : trials);
+  if (run < static_cast<size_t>(trials)) {
+    if (means_.size() <= run) means_.resize(run + 1, std::vector<double>(agreed.means.size()));
+    for (size_t e = 0; e < means_[run].size() && e < agreed.means.size(); ++e) {
+      KeepFaster(means_[run][e], agreed.means[e]);
+    }
   }
+  if (steps_.size() <= run) steps_.resize(run + 1);
+  KeepFaster(steps_[run], agreed.step_us);
   ++epoch_;
-  const bool trying = epoch_ < kEpochsPerTrial * base_->table.Trials();
-  if (trying && epoch_ % kEpochsPerTrial != 0) return;  // the same candidate's next epoch
-  auto next = std::make_shared<Tuning>(*base_);
-  if (trying) {
-    next->table = base_->table.ForTrial(epoch_ / kEpochsPerTrial);
-  } else {
-    next->table = base_->table.Committed(means_);
-    committed_ = true;
+  auto tuning = std::make_shared<Tuning>(*base_);
+  if (epoch_ < tried_epochs) {  // the candidates in turn, round after round
+    tuning->table = base_->table.ForTrial(epoch_ % trials);
+    current_ = std::move(tuning);
+    return;
   }
-  current_ = std::move(next);
+  if (epoch_ == tried_epochs) {
+    per_call_ = base_->table.Committed(means_);
+    measured_ = std::any_of(means_.begin(), means_.end(), [](const auto& trial) {
+      return std::any_of(trial.begin(), trial.end(), [](double us) { return us > 0; });
+    });
+    if (measured_ && !PerCallChoicesTried()) {  // their step is not known yet: run them
+      tuning->table = *per_call_;
+      current_ = std::move(tuning);
+      return;
+    }
+    Commit();
+  } else if (epoch_ == tried_epochs + kEpochsPerTrial) {  // the per-call choices' epochs ran
+    Commit();
+  }
+}
+
+bool TrialSchedule::PerCallChoicesTried() const {
+  for (int t = 0; t < base_->table.Trials(); ++t) {
+    if (base_->table.ForTrial(t).SameWhereMeasured(*per_call_, means_)) return true;
+  }
+  return false;
+}
+
+void TrialSchedule::Commit() {
+  const int trials = base_->table.Trials();
+  chosen_ = trials;  // the per-call choices, unless a table's step measured shorter
+  double shortest = 0;
+  for (size_t run = 0; run < steps_.size() && measured_; ++run) {
+    if (steps_[run] > 0 && (shortest == 0 || steps_[run] < shortest)) {
+      shortest = steps_[run];
+      chosen_ = static_cast<int>(run);
+    }
+  }
+  auto tuning = std::make_shared<Tuning>(*base_);
+  const bool per_call =
+      chosen_ == trials || base_->table.ForTrial(chosen_).SameWhereMeasured(*per_call_, means_);
+  tuning->table = per_call ? *per_call_ : base_->table.CommittedToTrial(chosen_, means_);
+  current_ = std::move(tuning);
+  committed_ = true;
+}
+
+std::string TrialSchedule::DescribeSteps() const {
+  const int trials = base_->table.Trials();
+  std::string out;
+  for (size_t run = 0; run < steps_.size(); ++run) {
+    char text[64];
+    if (static_cast<int>(run) == trials) {
+      std::snprintf(text, sizeof(text), "the per-call choices");
+    } else {
+      std::snprintf(text, sizeof(text), "trial %zu", run + 1);
+    }
+    out.append(out.empty() ? "" : ", ").append(text);
+    if (steps_[run] > 0) {
+      std::snprintf(text, sizeof(text), " %.2f ms", steps_[run] / 1000);
+      out.append(text);
+    } else {
+      out.append(" not timed");
+    }
+  }
+  if (chosen_ == trials) return out + " -> the per-call choices";
+  return out + " -> trial " + std::to_string(chosen_ + 1) + "'s table";
 }
 
 }  // namespace zpp::tune

@@ -1,8 +1,10 @@
 // ZPP_TUNE=auto's trials as the plugin runs them on GPUs (engine/auto_tuner.h): each call timed by
 // two timing events on its stream, read back at the next step epoch, agreed by every rank, and
-// the commit made to the candidate those times said was fastest. The sim's events keep an
-// injected clock here (SimBackend::SetCallClockForTesting), priced by what each call enqueued,
-// so that the measured winner is known and is not what the sim's wall clock would say.
+// the commit made to the candidate those times said was fastest, unless a table's step measured
+// shorter. The sim's events keep an injected clock here (SimBackend::SetCallClockForTesting), and
+// the tuner's step clock one priced the same plus what the calls cost the rest of the step, both
+// by what each call enqueued, so that the measured winner is known and is not what the sim's wall
+// clock would say.
 #include "engine/auto_tuner.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +30,7 @@ struct CallPrice {
   double per_kernel = 0;
   double per_collective = 0;
   double per_inter_node_byte = 0;
+  double per_kernel_outside = 0;  // what a kernel costs the step outside its call (shared cores)
 };
 
 // A link and codecs of about the same speed: the model shortlists more than one candidate.
@@ -65,7 +68,10 @@ struct Afterwards {
 
 // Every rank runs one all-gather of kCount floats per step epoch through the tuner, on the
 // injected clock `price`, for `trial_steps` epochs, then `after`; each rank's outcome.
-std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwards after = {}) {
+// `epoch_stride`: how far the step epoch moves between two calls (more than 1: the communicator
+// sat out epochs).
+std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwards after = {},
+                               uint64_t epoch_stride = 1) {
   sim::SimWorld world(kLayout);
   const plan::Settings settings = AllOn();
   const auto calibrated = CloseCall(settings);
@@ -73,13 +79,14 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
   world.RunRanks([&](sim::SimBackend& backend) {
     const int rank = backend.rank();
     double slowdown = 1;
-    backend.SetCallClockForTesting([&world, &backend, &slowdown, price, rank] {
+    auto priced = [&world, &backend, &slowdown, price, rank](double per_kernel) {
       const LaunchCounts launched = backend.launches();
-      return slowdown * (price.per_kernel * static_cast<double>(launched.kernels) +
+      return slowdown * (per_kernel * static_cast<double>(launched.kernels) +
                          price.per_collective * static_cast<double>(launched.collectives) +
                          price.per_inter_node_byte *
                              static_cast<double>(world.SentBytes(rank, zppLinkInterNode)));
-    });
+    };
+    backend.SetCallClockForTesting([priced, price] { return priced(price.per_kernel); });
     std::unique_ptr<Stream> stream;
     ASSERT_EQ(backend.CreateStream(&stream), ncclSuccess);
     StatsCounters stats;
@@ -90,6 +97,8 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
     options.tuning = calibrated;
     Engine engine(backend, sim::ShapeOf(kLayout), options, stats);
     AutoTuner tuner(backend, *stream, engine, stats, options);
+    tuner.SetStepClockForTesting(
+        [priced, price] { return priced(price.per_kernel + price.per_kernel_outside); });
     ASSERT_EQ(tuner.Prepare(), ncclSuccess);
     std::vector<float> send(std::max(kCount, after.count), 1.0f), recv(send.size() * 4);
     auto step = [&](size_t count) {
@@ -98,7 +107,7 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
       ASSERT_EQ(tuner.Timed(CallOf(args), *stream,
                             [&](plan::Plan* ran) { return engine.AllGather(args, *stream, ran); }),
                 ncclSuccess);
-      ++epoch;
+      epoch += epoch_stride;
     };
     for (int s = 0; s < trial_steps; ++s) step(kCount);
     const AllGatherArgs args{send.data(), recv.data(), kCount, ncclFloat32};
@@ -135,6 +144,27 @@ TEST(AutoTunerTest, CommitsToCompressionWhereTheEventsTimedTheLinkDear) {
     EXPECT_LT(outcome.committed.off_node_bytes, outcome.committed.plain_off_node_bytes);
     EXPECT_EQ(outcome.committed.kind, outcomes[0].committed.kind);
     EXPECT_EQ(outcome.expected_us, outcomes[0].expected_us);
+  }
+}
+
+// The calls' events say compression (the link dear, kernels cheap), but every kernel costs the
+// rest of the step far more than the bytes it saves (codec work on the cores compute needs):
+// the steps overrule the calls, and every rank commits to NCCL, expecting its trial's time.
+TEST(AutoTunerTest, CommitsToTheShortestStepWhereTheCallsMislead) {
+  const std::vector<Outcome> by_calls = RunTrials({1, 10, 1e-3}, StepsForEveryTrial());
+  ASSERT_NE(by_calls[0].committed.kind, plan::PlanKind::kPassThrough) << "calls say compression";
+  for (const Outcome& outcome : RunTrials({1, 10, 1e-3, 1e6}, StepsForEveryTrial())) {
+    EXPECT_EQ(outcome.committed.kind, plan::PlanKind::kPassThrough);
+    EXPECT_EQ(outcome.committed.reason, zppReasonTuned);
+    EXPECT_GT(outcome.expected_us, 10);  // one collective and its bytes
+  }
+}
+
+// A communicator that sat out epochs between its calls (an evaluation pass, a frozen block) times
+// no step: the advance spans several. The calls decide alone, and compression is committed.
+TEST(AutoTunerTest, AnAdvanceOverSeveralEpochsTimesNoStep) {
+  for (const Outcome& outcome : RunTrials({1, 10, 1e-3, 1e6}, StepsForEveryTrial(), {}, 2)) {
+    EXPECT_NE(outcome.committed.kind, plan::PlanKind::kPassThrough);
   }
 }
 

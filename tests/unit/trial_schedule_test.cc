@@ -1,7 +1,8 @@
 // ZPP_TUNE=auto's trials (tune/trial_schedule.h, the shortlist of tune/decision_table.h): the
 // model shortlists, each candidate runs two epochs, and the commit takes the candidate measured
-// fastest by its faster epoch, whatever the model preferred; hpZ's candidates run last and count
-// the hits they buy; the tuner never chooses qwZ with fewer bits than the user's.
+// fastest by its faster epoch, whatever the model preferred, unless a table's step measured
+// shorter; hpZ's candidates run last and count the hits they buy; the tuner never chooses qwZ
+// with fewer bits than the user's.
 #include "tune/trial_schedule.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,14 @@ costmodel::ClusterModel CloseCall() {
 const plan::Call kGather{plan::CollectiveOp::kAllGather, uint64_t{1} << 20, ncclFloat32,
                          plan::Reduction::kNone};
 
+// An epoch whose calls of `entry` took `us` on average, and whose step took `step_us`.
+TrialEpoch Measured(int entry, double us, double step_us = 0) {
+  TrialEpoch epoch;
+  epoch.means[static_cast<size_t>(entry)] = us;
+  epoch.step_us = step_us;
+  return epoch;
+}
+
 std::shared_ptr<const Tuning> Base(const plan::Settings& user) {
   auto tuning = std::make_shared<Tuning>();
   tuning->model = CloseCall();
@@ -54,6 +63,7 @@ TEST(TrialScheduleTest, TheModelShortlistsMoreThanOneCandidateWhereItIsClose) {
   EXPECT_GT(tried.size(), 1u);
 }
 
+// The candidates run in turn, one epoch each, in two rounds.
 TEST(TrialScheduleTest, EachCandidateRunsTwoEpochsThenTheMeasuredFastestByItsFasterEpoch) {
   const auto base = Base(AllOn());
   const DecisionTable& table = base->table;
@@ -63,17 +73,15 @@ TEST(TrialScheduleTest, EachCandidateRunsTwoEpochsThenTheMeasuredFastestByItsFas
   for (int t = 0; t < table.Trials(); ++t) candidates.push_back(table.ForTrial(t).Choice(kGather));
   ASSERT_NE(candidates.back(), candidates.front()) << "the test needs a shortlist of two here";
   TrialSchedule trials(base);
-  std::vector<double> means(DecisionTable::kEntries);
-  for (int t = 0; t < table.Trials(); ++t) {
-    for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
+  for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
+    for (int t = 0; t < table.Trials(); ++t) {
       ASSERT_TRUE(trials.running()) << t;
       EXPECT_EQ(trials.current()->table.Choice(kGather), candidates[t]) << t << "." << epoch;
       // The first candidate: 900 then 300 (a slow first epoch); the last: 400 twice; the
       // others 1000. By the faster epoch, the first candidate wins.
       const bool first = candidates[t] == candidates.front();
-      means[entry] =
-          first ? (epoch == 0 ? 900 : 300) : (candidates[t] == candidates.back() ? 400 : 1000);
-      trials.Advance(means);
+      trials.Advance(Measured(entry, first ? (epoch == 0 ? 900 : 300)
+                                           : (candidates[t] == candidates.back() ? 400 : 1000)));
     }
   }
   EXPECT_FALSE(trials.running());
@@ -81,7 +89,7 @@ TEST(TrialScheduleTest, EachCandidateRunsTwoEpochsThenTheMeasuredFastestByItsFas
   EXPECT_DOUBLE_EQ(trials.current()->table.ExpectedUs(kGather), 300);
   // Committed: further advances change nothing.
   const std::string committed = trials.current()->table.Describe();
-  trials.Advance(means);
+  trials.Advance(Measured(entry, 1));
   EXPECT_EQ(trials.current()->table.Describe(), committed);
 }
 
@@ -91,10 +99,8 @@ TEST(TrialScheduleTest, TheLastCandidateWinsWhenItMeasuresFastest) {
   const int entry = base->table.EntryOf(kGather);
   const uint8_t last = base->table.ForTrial(base->table.Trials() - 1).Choice(kGather);
   TrialSchedule trials(base);
-  std::vector<double> means(DecisionTable::kEntries);
   for (int epoch = 0; trials.running(); ++epoch) {
-    means[entry] = 1000.0 - epoch;  // each trial faster than the one before
-    trials.Advance(means);
+    trials.Advance(Measured(entry, 1000.0 - epoch));  // each trial faster than the one before
   }
   EXPECT_EQ(trials.current()->table.Choice(kGather), last);
 }
@@ -127,22 +133,92 @@ TEST(TrialScheduleTest, HpzCandidatesAreTriedLast) {
 TEST(TrialScheduleTest, AnEntryNoTrialMeasuredKeepsTheModelsChoice) {
   const auto base = Base(AllOn());
   TrialSchedule trials(base);
-  const std::vector<double> nothing(DecisionTable::kEntries);
-  for (int t = 0; t < kEpochsPerTrial * base->table.Trials(); ++t) trials.Advance(nothing);
+  for (int t = 0; t < kEpochsPerTrial * base->table.Trials(); ++t) trials.Advance(TrialEpoch{});
   ASSERT_FALSE(trials.running());
   EXPECT_EQ(trials.current()->table.Describe(), base->table.Describe());
   EXPECT_EQ(trials.current()->table.ExpectedUs(kGather), 0.0);
 }
 
 TEST(TrialScheduleTest, RanksAgreeOnTheMeanOfTheRanksThatCalled) {
-  std::vector<double> all(3 * DecisionTable::kEntries);
-  all[5] = 10;                               // rank 0
-  all[DecisionTable::kEntries + 5] = 30;     // rank 1
-  all[2 * DecisionTable::kEntries + 7] = 4;  // rank 2, another entry; no call of entry 5
-  const std::vector<double> agreed = AgreeOnMeans(all);
-  EXPECT_DOUBLE_EQ(agreed[5], 20);
-  EXPECT_DOUBLE_EQ(agreed[7], 4);
-  EXPECT_DOUBLE_EQ(agreed[6], 0);
+  constexpr size_t kRecord = kTrialRecordValues;
+  std::vector<double> all(3 * kRecord);
+  all[5] = 10;                  // rank 0
+  all[kRecord + 5] = 30;        // rank 1
+  all[2 * kRecord + 7] = 4;     // rank 2, another entry; no call of entry 5
+  all[kRecord - 1] = 1000;      // rank 0's step
+  all[3 * kRecord - 1] = 2000;  // rank 2's; rank 1 timed no whole epoch
+  const TrialEpoch agreed = AgreeOnEpoch(all);
+  EXPECT_DOUBLE_EQ(agreed.means[5], 20);
+  EXPECT_DOUBLE_EQ(agreed.means[7], 4);
+  EXPECT_DOUBLE_EQ(agreed.means[6], 0);
+  EXPECT_DOUBLE_EQ(agreed.step_us, 1500);
+}
+
+// A call's time misses what its codec work costs the rest of the step: where the calls say the
+// first candidate and the steps the last, the last candidate's table is committed, expecting what
+// its trial measured; no check runs, since the per-call choice is a trial's table.
+TEST(TrialScheduleTest, TheStepOverrulesTheCallsWhereTheyDisagree) {
+  const auto base = Base(AllOn());
+  const int entry = base->table.EntryOf(kGather);
+  const int trials_count = base->table.Trials();
+  TrialSchedule trials(base);
+  for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
+    for (int t = 0; t < trials_count; ++t) {
+      const bool last = t == trials_count - 1;
+      trials.Advance(Measured(entry, last ? 500 : 100 + t, last ? 9000 : 10000));
+    }
+  }
+  ASSERT_FALSE(trials.running());
+  const DecisionTable& committed = trials.current()->table;
+  EXPECT_EQ(committed.Choice(kGather), base->table.ForTrial(trials_count - 1).Choice(kGather));
+  EXPECT_DOUBLE_EQ(committed.ExpectedUs(kGather), 500);
+  EXPECT_EQ(trials.DescribeSteps().substr(trials.DescribeSteps().find("->")),
+            "-> trial " + std::to_string(trials_count) + "'s table");
+}
+
+// Two entries whose calls chose different trials: the per-call choices are no trial's table, so
+// they run kEpochsPerTrial epochs of their own, and are committed to only where their step is the
+// shortest measured.
+TEST(TrialScheduleTest, PerCallChoicesUnlikeEveryTrialAreCheckedByTheirStep) {
+  const auto base = Base(AllOn());
+  const DecisionTable& table = base->table;
+  const int first = table.EntryOf(kGather);
+  int second = -1;
+  plan::Call other;
+  for (uint64_t count = 1; count <= (uint64_t{1} << 26) && second < 0; count *= 2) {
+    for (auto op : {plan::CollectiveOp::kAllGather, plan::CollectiveOp::kReduceScatter}) {
+      const plan::Call call{
+          op, count, ncclFloat32,
+          op == plan::CollectiveOp::kAllGather ? plan::Reduction::kNone : plan::Reduction::kSum};
+      if (second < 0 && table.EntryOf(call) != first &&
+          table.ForTrial(0).Choice(call) != table.ForTrial(1).Choice(call)) {
+        second = table.EntryOf(call);
+        other = call;
+      }
+    }
+  }
+  ASSERT_GE(second, 0) << "the test needs a second entry with a shortlist";
+  for (const double checked_step : {8000.0, 12000.0}) {
+    TrialSchedule trials(base);
+    for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
+      for (int t = 0; t < table.Trials(); ++t) {
+        TrialEpoch measured = Measured(first, t == 0 ? 100 : 200, 10000);
+        measured.means[static_cast<size_t>(second)] = t == 1 ? 100 : 200;
+        trials.Advance(measured);
+      }
+    }
+    ASSERT_TRUE(trials.running()) << "the per-call choices' check";
+    EXPECT_EQ(trials.current()->table.Choice(kGather), table.ForTrial(0).Choice(kGather));
+    EXPECT_EQ(trials.current()->table.Choice(other), table.ForTrial(1).Choice(other));
+    for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
+      trials.Advance(Measured(first, 1, checked_step));
+    }
+    ASSERT_FALSE(trials.running());
+    const DecisionTable& committed = trials.current()->table;
+    const int from = checked_step < 10000 ? 1 : 0;  // 0: trial 1's table, the first shortest
+    EXPECT_EQ(committed.Choice(other), table.ForTrial(from).Choice(other)) << checked_step;
+    EXPECT_EQ(committed.Choice(kGather), table.ForTrial(0).Choice(kGather)) << checked_step;
+  }
 }
 
 TEST(TrialLogTest, MeansPerEntryAndAFreshStart) {
