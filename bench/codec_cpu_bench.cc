@@ -168,6 +168,35 @@ void BM_DequantizeReduceRequantize(benchmark::State& state) {
                           static_cast<int64_t>((pieces.size() + 1) * out.size));
 }
 
+// Arguments: bits in, bits out, pieces: the compressed all-reduce's feedback kernel (qar+ef), its
+// int8 residual read and rewritten every call (bytes: the pieces, the output and the residual
+// twice).
+void BM_DequantizeReduceRequantizeFeedback(benchmark::State& state) {
+  const Format in_format{static_cast<int>(state.range(0)), kDefaultBlock, false};
+  const Format out_format{static_cast<int>(state.range(1)), kDefaultBlock, false};
+  const Format residual_format{8, kDefaultBlock, false};
+  std::vector<AlignedBytes> pieces;
+  std::vector<std::span<const std::byte>> spans;
+  for (int64_t j = 0; j < state.range(2); ++j) {
+    pieces.push_back(QuantizedPiece(ncclFloat32, in_format, 30 + static_cast<uint64_t>(j)));
+  }
+  for (AlignedBytes& piece : pieces) spans.push_back(piece.Span());
+  AlignedBytes out(PieceBytes(kCount, ncclFloat32, out_format));
+  AlignedBytes residual(PieceBytes(kCount, ncclFloat32, residual_format));
+  bool valid = false;  // the first call starts the residual
+  for (auto _ : state) {
+    const Feedback feedback{residual_format, valid, residual.Span()};
+    if (Failed(state, DequantizeReduceRequantizeFeedback(spans, kCount, in_format, 1.0f, out_format,
+                                                         {}, out.Span(), feedback))) {
+      return;
+    }
+    valid = true;
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(pieces.size() * pieces[0].size +
+                                                                    out.size + 2 * residual.size));
+}
+
 void BM_Fingerprint(benchmark::State& state) {
   AlignedBytes bytes = RandomTensor(ncclFloat32, kCount, 3);
   uint64_t fingerprint = 0;
@@ -193,6 +222,10 @@ BENCHMARK(BM_DequantizeReduce)
 BENCHMARK(BM_DequantizeReduceRequantize)
     ->ArgNames({"bits", "rotate", "pieces"})
     ->ArgsProduct({{8, 4}, {0, 1}, {4}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeReduceRequantizeFeedback)
+    ->ArgNames({"bits_in", "bits_out", "pieces"})
+    ->ArgsProduct({{8}, {8, 4}, {1, 2}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Fingerprint)->Unit(benchmark::kMillisecond);
 

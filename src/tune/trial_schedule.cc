@@ -127,6 +127,7 @@ void TrialSchedule::Commit() {
 }
 
 std::string TrialSchedule::DescribeSteps() const {
+  if (!measured_) return "not compared: no call measured";
   const int trials = base_->table.Trials();
   std::string out;
   for (size_t run = 0; run < steps_.size(); ++run) {
