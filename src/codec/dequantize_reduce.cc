@@ -2,7 +2,7 @@
 // piece order in fp32, scale, then either narrow to a tensor or encode as a new piece.
 #include <algorithm>
 #include <array>
-#include <cmath>
+#include <bit>
 #include <string>
 
 #include "codec/block_codec.h"
@@ -136,9 +136,11 @@ Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const For
     }
     EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
     DecodeRun(out_piece.data(), out_layout, out_format, first, n, other.data());
-    for (size_t i = 0; i < n; ++i) {  // this requantization's loss
-      const float loss = sum[i] - other[i];
-      other[i] = std::isfinite(loss) ? loss : 0.0f;
+    for (size_t i = 0; i < n;
+         ++i) {  // this requantization's loss (0 where not finite), branch-free
+      const uint32_t loss = std::bit_cast<uint32_t>(sum[i] - other[i]);
+      const uint32_t finite = 0u - static_cast<uint32_t>((loss & 0x7FFFFFFFu) < 0x7F800000u);
+      other[i] = std::bit_cast<float>(loss & finite);
     }
     EncodeRun(other.data(), first, n, feedback.format, Rounding{}, 0, residual_layout,
               feedback.residual.data());

@@ -53,10 +53,12 @@ void WriteQuantized(std::byte* piece, const PieceLayout& layout, int bits, uint6
     }
     return;
   }
-  for (size_t i = 0; i < n; i += 2) {
-    const int high = i + 1 < n ? q[i + 1] : 0;
-    payload[(first + i) / 2] = static_cast<std::byte>(PackInt4Pair(q[i], high));
+  std::byte* bytes = payload + first / 2;  // first is even
+  const size_t pairs = n / 2;
+  for (size_t p = 0; p < pairs; ++p) {  // whole pairs without a branch: it vectorizes
+    bytes[p] = static_cast<std::byte>(PackInt4Pair(q[2 * p], q[2 * p + 1]));
   }
+  if (n % 2 != 0) bytes[pairs] = static_cast<std::byte>(PackInt4Pair(q[n - 1], 0));
 }
 
 void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, uint64_t first,
@@ -85,10 +87,10 @@ void ReadQuantized(const std::byte* piece, const PieceLayout& layout, int bits, 
     return;
   }
   const std::byte* bytes = payload + first / 2;  // first is even
-  for (size_t i = 0; i + 1 < n; i += 2) {
-    const auto byte = static_cast<uint32_t>(bytes[i / 2]);
-    q[i] = SignExtendInt4(byte);
-    q[i + 1] = SignExtendInt4(byte >> 4);
+  for (size_t p = 0; p < n / 2; ++p) {
+    const auto byte = static_cast<uint32_t>(bytes[p]);
+    q[2 * p] = SignExtendInt4(byte);
+    q[2 * p + 1] = SignExtendInt4(byte >> 4);
   }
   if (n % 2 != 0) q[n - 1] = SignExtendInt4(static_cast<uint32_t>(bytes[n / 2]));
 }
