@@ -440,6 +440,17 @@ def passthrough_table(root):
     return "\n".join(lines) + "\n"
 
 
+def codec_ab_table(root):
+    """The CPU codec's operations before and after its branch-free loops, side by side."""
+    summary = _results(root, "codec_cpu_vectorized_ab.json")
+    lines = [f"| operation (zpp-codec-bench) | before, {summary['commit_before']} | "
+             f"after, {summary['commit_after']} | before / after |", "|---|---:|---:|---:|"]
+    for row in summary["benchmarks"]:
+        lines.append(f"| `{row['benchmark']}` | {row['before_median_ms']:.2f} ms | "
+                     f"{row['after_median_ms']:.2f} ms | {row['speedup']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 # (page, marker, what rewrites it after a run, renderer)
 TABLES = (
     ("docs/benchmarks.md", "convergence-table", "make convergence", convergence_table),
@@ -456,6 +467,7 @@ TABLES = (
      all_reduce_cost_table),
     ("docs/benchmarks.md", "all-reduce-ab-table", "tools/results_tables.py", all_reduce_ab_table),
     ("docs/benchmarks.md", "passthrough-table", "tools/results_tables.py", passthrough_table),
+    ("docs/benchmarks.md", "codec-ab-table", "tools/results_tables.py", codec_ab_table),
     ("docs/benchmarks.md", "tcp-congestion-table", "tools/results_tables.py",
      tcp_congestion_table),
     ("docs/benchmarks.md", "hsdp-1000-cubic-table", "tools/results_tables.py",
