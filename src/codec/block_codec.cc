@@ -10,7 +10,7 @@ namespace zpp::codec {
 namespace {
 
 // The loops below are block_math.h's per-element functions written without branches, so that
-// the compiler vectorizes them; BlockCodecTest holds them to those functions bit for bit.
+// the compiler vectorizes them; VectorRunsTest holds them to those functions bit for bit.
 
 // All ones where the element is finite (IsFiniteValue), else 0.
 uint32_t FiniteMask(uint32_t bits) {

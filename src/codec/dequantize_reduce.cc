@@ -136,8 +136,8 @@ Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const For
     }
     EncodeRun(sum.data(), first, n, out_format, rounding, stream_key, out_layout, out_piece.data());
     DecodeRun(out_piece.data(), out_layout, out_format, first, n, other.data());
-    for (size_t i = 0; i < n;
-         ++i) {  // this requantization's loss (0 where not finite), branch-free
+    // This requantization's loss, 0 where not finite (branch-free: the loop vectorizes).
+    for (size_t i = 0; i < n; ++i) {
       const uint32_t loss = std::bit_cast<uint32_t>(sum[i] - other[i]);
       const uint32_t finite = 0u - static_cast<uint32_t>((loss & 0x7FFFFFFFu) < 0x7F800000u);
       other[i] = std::bit_cast<float>(loss & finite);

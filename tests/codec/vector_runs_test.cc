@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codec/codec.h"
+#include "codec/element_io.h"
 #include "kernels/math/codec_math.h"
 #include "reference.h"
 
@@ -88,6 +89,38 @@ TEST(VectorRunsTest, EncodeAndDecodeEqualThePerElementFunctions) {
             << bits << " bits, block " << block << ", element " << i;
       }
     }
+  }
+}
+
+// bf16's own loops (element_io.h): every bf16 pattern widened, and fp32 patterns of every class
+// (random bits, NaN payloads, infinities, the largest finite values that round to Inf, exact
+// ties) narrowed, against Bf16ToFloat and FloatToBf16.
+TEST(VectorRunsTest, Bf16LoopsEqualThePerElementFunctions) {
+  std::vector<uint16_t> narrow(1u << 16);
+  for (uint32_t b = 0; b < narrow.size(); ++b) narrow[b] = static_cast<uint16_t>(b);
+  std::vector<float> widened(narrow.size()), summed(narrow.size(), 0.0f);
+  LoadElements(narrow.data(), ncclBfloat16, 0, narrow.size(), widened.data());
+  AddElements(narrow.data(), ncclBfloat16, narrow.size(), summed.data());
+  for (uint32_t b = 0; b < narrow.size(); ++b) {
+    const float expected = Bf16ToFloat(static_cast<uint16_t>(b));
+    ASSERT_EQ(std::bit_cast<uint32_t>(widened[b]), std::bit_cast<uint32_t>(expected)) << b;
+    const float sum = 0.0f + expected;  // what a += into a zero makes of it
+    ASSERT_EQ(std::bit_cast<uint32_t>(summed[b]), std::bit_cast<uint32_t>(sum)) << b;
+  }
+  std::mt19937 generator(7);
+  std::vector<uint32_t> patterns = {0x7F800000u, 0xFF800000u, 0x7F7FFFFFu, 0x7F7F8000u,
+                                    0x7F7F7FFFu, 0x7FC00001u, 0xFFFFFFFFu, 0x7F800001u,
+                                    0x00008000u, 0x00018000u, 0x80000000u, 0x00000001u};
+  for (int i = 0; i < 1 << 20; ++i) patterns.push_back(generator());
+  for (uint32_t hi = 0; hi < (1u << 16); hi += 97) {  // ties to even on both parities
+    patterns.push_back(hi << 16 | 0x8000u);
+  }
+  std::vector<float> values(patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i) values[i] = std::bit_cast<float>(patterns[i]);
+  std::vector<uint16_t> stored(values.size());
+  StoreElements(stored.data(), ncclBfloat16, 0, values.size(), values.data());
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(stored[i], FloatToBf16(values[i])) << std::hex << patterns[i];
   }
 }
 
