@@ -374,7 +374,8 @@ def replicated_auto_table(root):
         steps = {mode: [r["median_step_s"] for r in mine if r["mode"] == mode]
                  for mode, _ in REPLICATED_AUTO_LABELS}
         medians = {mode: statistics.median(values) for mode, values in steps.items() if values}
-        fastest = min(value for mode, value in medians.items() if mode not in NOT_ZPP + ("auto",))
+        fixed = [value for mode, value in medians.items() if mode not in NOT_ZPP + ("auto",)]
+        fastest = min(fixed) if len(fixed) > 1 else None  # one fixed mode: nothing to be fastest of
         hook = medians.get("bf16-hook")
         for mode, label in REPLICATED_AUTO_LABELS:
             if mode not in medians:
@@ -390,7 +391,7 @@ def replicated_auto_table(root):
                          f"{', '.join(f'{v:.3f}' for v in steps[mode])} | {medians[mode]:.3f} s | "
                          f"{medians[mode] / medians['gloo']:.3f} | "
                          f"{f'{medians[mode] / hook:.3f}' if hook else ''} | "
-                         f"{'' if mode in NOT_ZPP else f'{medians[mode] / fastest:.3f}'} | "
+                         f"{'' if mode in NOT_ZPP or not fastest else f'{medians[mode] / fastest:.3f}'} | "
                          f"{mine[0]['source']} |")
     return "\n".join(lines) + "\n"
 
@@ -411,8 +412,8 @@ def _plain_and_auto(runs):
 
 def case_files_table(root, case):
     """Every netbench_replicated_auto_cpu*.json file holding `case` (framework, rate, TCP), each
-    with its commit, oldest first: where the replicated table shows only the newest file. Not
-    pooled: the files measure different libraries."""
+    with its commit, by date then name (as the replicated table picks its newest): where that
+    table shows only the newest file. Not pooled: the files measure different libraries."""
     lines = ["| file | commit | rounds | plain / gloo | `auto` / fastest fixed zpp mode |",
              "|---|---|---:|---:|---:|"]
     summaries = sorted(((_results(root, os.path.basename(path)), os.path.basename(path))

@@ -130,12 +130,15 @@ Result AutoTuner::ReadBack() {
 Result AutoTuner::AtCall() {
   const uint64_t epoch = epoch_();
   if (epoch == watched_epoch_) return ncclSuccess;
-  const double now = step_clock_();
-  // One whole step; an advance over several (the communicator idle meanwhile) times none.
-  const double step_us = epoch == watched_epoch_ + 1 ? now - advanced_at_us_ : 0;
-  advanced_at_us_ = now;
+  const bool one_step = epoch == watched_epoch_ + 1;
   watched_epoch_ = epoch;
   ZPP_CHECK(ReadBack());
+  // Read after the read-back's wait for the epoch's last call: on a GPU the host runs ahead, and
+  // the time between two such reads is the device's epoch. One whole step; an advance over
+  // several (the communicator idle meanwhile) times none.
+  const double now = step_clock_();
+  const double step_us = one_step ? now - advanced_at_us_ : 0;
+  advanced_at_us_ = now;
   if (!trials_) return ncclSuccess;  // a recalibration failed: the static rule from then on
   // Every rank is here at the same call: the first after the same optimizer step.
   BackendByteAllGather exchange(backend_, control_);
@@ -189,6 +192,7 @@ Result AutoTuner::WatchDrift(BackendByteAllGather& exchange) {
   }
   trials_.emplace(std::move(tuning));
   engine_.SetTuning(trials_->current());
+  advanced_at_us_ = step_clock_();  // the first trial's epoch starts now, not before calibrating
   return ncclSuccess;
 }
 

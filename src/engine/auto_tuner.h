@@ -1,8 +1,8 @@
 // ZPP_TUNE=auto after set-up, one per communicator (docs/architecture.md, "ZPP_TUNE=auto"):
 // every call it is given is timed by two timing events on the call's own stream, never by a
 // host wait. At the first call of a new step epoch the ranks read the last epoch's times back
-// (the one host wait, on work an optimizer step old) and the host's time since the last advance
-// (the step, which paces the host through that wait), agree on them, and move the trials on
+// (the one host wait, on work an optimizer step old) and the host's time since the last advance,
+// read after that wait (the step: on a GPU, the device's), agree on them, and move the trials on
 // (tune/trial_schedule.h), or, once committed, watch the drift (tune/drift_watch.h). The stats'
 // predicted and measured times (zppStats_t) count an epoch's calls at that read-back. One call at
 // a time, as NCCL requires of a communicator (the engine's own rule).
