@@ -12,11 +12,6 @@ namespace {
 // The loops below are block_math.h's per-element functions written without branches, so that
 // the compiler vectorizes them; VectorRunsTest holds them to those functions bit for bit.
 
-// All ones where the element is finite (IsFiniteValue), else 0.
-uint32_t FiniteMask(uint32_t bits) {
-  return 0u - static_cast<uint32_t>((bits & 0x7FFFFFFFu) < 0x7F800000u);
-}
-
 // The max of FiniteMagnitudeBits over x[0, n): a finite magnitude's bits fit a signed int.
 uint32_t FiniteAmaxBits(const float* x, size_t n) {
   int32_t amax = 0;

@@ -27,6 +27,12 @@ void RotateRunsInverse(float* values, size_t n, size_t block);
 void ChangeRotatedDomain(float* values, uint64_t first, size_t n, uint64_t count,
                          const Format& from, const Format& to);
 
+// All ones where the fp32 pattern `bits` is finite (IsFiniteValue), else 0: IsFiniteValue as a
+// mask, for loops written without branches so that they vectorize.
+inline uint32_t FiniteMask(uint32_t bits) {
+  return 0u - static_cast<uint32_t>((bits & 0x7FFFFFFFu) < 0x7F800000u);
+}
+
 // Encodes values[0, n) into the piece as its elements [first, first + n): first is a block
 // boundary, n <= kMaxRun, and the run holds whole blocks except at the piece's end. `stream_key`
 // is StreamKey(seed, rank, epoch) of `rounding`, computed once per call.

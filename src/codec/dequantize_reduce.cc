@@ -139,8 +139,7 @@ Result DequantizeReduceRequantizeFeedback(Pieces pieces, size_t count, const For
     // This requantization's loss, 0 where not finite (branch-free: the loop vectorizes).
     for (size_t i = 0; i < n; ++i) {
       const uint32_t loss = std::bit_cast<uint32_t>(sum[i] - other[i]);
-      const uint32_t finite = 0u - static_cast<uint32_t>((loss & 0x7FFFFFFFu) < 0x7F800000u);
-      other[i] = std::bit_cast<float>(loss & finite);
+      other[i] = std::bit_cast<float>(loss & FiniteMask(loss));
     }
     EncodeRun(other.data(), first, n, feedback.format, Rounding{}, 0, residual_layout,
               feedback.residual.data());

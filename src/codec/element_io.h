@@ -22,6 +22,21 @@ inline uint16_t Bf16Branchless(float value) {
   return static_cast<uint16_t>((rounded & ~nan) | (kCanonicalBf16NaN & nan));
 }
 
+// out[i] = (or += with kAdd) widen(16-bit element i): a loop per dtype (the widening a template
+// argument, not a test per element), so that bf16's vectorizes.
+template <bool kAdd, typename Widen>
+inline void WidenHalves(const std::byte* bytes, size_t n, float* out, Widen widen) {
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * i, sizeof bits);
+    if constexpr (kAdd) {
+      out[i] += widen(bits);
+    } else {
+      out[i] = widen(bits);
+    }
+  }
+}
+
 // values[i] = element first + i, widened exactly.
 inline void LoadElements(const void* data, ncclDataType_t dtype, size_t first, size_t n,
                          float* values) {
@@ -30,18 +45,10 @@ inline void LoadElements(const void* data, ncclDataType_t dtype, size_t first, s
     std::memcpy(values, bytes, n * sizeof(float));
     return;
   }
-  if (dtype == ncclBfloat16) {  // its own loop, so that it vectorizes
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, bytes + 2 * i, sizeof bits);
-      values[i] = Bf16ToFloat(bits);
-    }
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, bytes + 2 * i, sizeof bits);
-    values[i] = HalfToFloat(bits);
+  if (dtype == ncclBfloat16) {
+    WidenHalves<false>(bytes, n, values, [](uint16_t b) { return Bf16ToFloat(b); });
+  } else {
+    WidenHalves<false>(bytes, n, values, [](uint16_t b) { return HalfToFloat(b); });
   }
 }
 
@@ -57,18 +64,10 @@ inline void AddElements(const void* data, ncclDataType_t dtype, size_t n, float*
     }
     return;
   }
-  if (dtype == ncclBfloat16) {  // its own loop, so that it vectorizes
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, bytes + 2 * i, sizeof bits);
-      sum[i] += Bf16ToFloat(bits);
-    }
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, bytes + 2 * i, sizeof bits);
-    sum[i] += HalfToFloat(bits);
+  if (dtype == ncclBfloat16) {
+    WidenHalves<true>(bytes, n, sum, [](uint16_t b) { return Bf16ToFloat(b); });
+  } else {
+    WidenHalves<true>(bytes, n, sum, [](uint16_t b) { return HalfToFloat(b); });
   }
 }
 

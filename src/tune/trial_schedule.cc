@@ -113,10 +113,9 @@ void TrialSchedule::Commit() {
   chosen_ = trials;  // the per-call choices, unless a table's step measured shorter
   double shortest = 0;
   for (size_t run = 0; run < steps_.size() && measured_; ++run) {
-    if (steps_[run] > 0 && (shortest == 0 || steps_[run] < shortest)) {
-      shortest = steps_[run];
-      chosen_ = static_cast<int>(run);
-    }
+    const double before = shortest;
+    KeepFaster(shortest, steps_[run]);
+    if (shortest != before) chosen_ = static_cast<int>(run);
   }
   auto tuning = std::make_shared<Tuning>(*base_);
   const bool per_call =
