@@ -105,45 +105,52 @@ struct UcpTransport::Note {
   char call[256] = {};    // the call it is in
 };
 
-// Freed by whichever lets go last: UCX (finish) or the transport (LetGo), both under mutex_.
-struct UcpTransport::SendSource {
-  const std::byte* data = nullptr;  // nullptr: detached, packs zeros
+// Freed by whichever lets go last: UCX (finish, inside a progress) or the transport (LetGo),
+// both under mutex_.
+struct UcpTransport::CallerBuffer {
+  std::byte* data = nullptr;  // nullptr: detached (sends pack zeros, receives drop bytes)
   size_t bytes = 0;
-  bool finished = false;  // UCX will not read it again
+  bool finished = false;  // UCX will not touch it again
   bool let_go = false;    // the transport will not touch it again
 };
 
-void UcpTransport::LetGo(SendSource* source) {
-  if (source == nullptr) return;  // a send to another machine, or a close
-  if (source->finished) {
-    delete source;
+void UcpTransport::LetGo(CallerBuffer* buffer, bool ended) {
+  if (buffer == nullptr) return;  // an operation with another machine, or a close
+  if (ended || buffer->finished) {
+    delete buffer;
     return;
   }
-  source->data = nullptr;  // UCX may still pack: zeros, never the caller's bytes
-  source->let_go = true;
+  buffer->data = nullptr;  // UCX may go on: zeros out, bytes dropped, never the caller's memory
+  buffer->let_go = true;
 }
 
-// Packing copies from the source, or writes zeros once it is detached.
-ucp_generic_dt_ops_t UcpTransport::SendSourceOps() {
+ucp_generic_dt_ops_t UcpTransport::CallerBufferOps() {
   ucp_generic_dt_ops_t ops{};
   ops.start_pack = [](void*, const void* buffer, size_t) { return const_cast<void*>(buffer); };
-  ops.start_unpack = [](void*, void*, size_t) -> void* { return nullptr; };  // sends only
-  ops.packed_size = [](void* state) { return static_cast<SendSource*>(state)->bytes; };
+  ops.start_unpack = [](void*, void* buffer, size_t) { return buffer; };
+  ops.packed_size = [](void* state) { return static_cast<CallerBuffer*>(state)->bytes; };
   ops.pack = [](void* state, size_t offset, void* dest, size_t max_length) {
-    const auto* source = static_cast<const SendSource*>(state);
-    const size_t length = std::min(max_length, source->bytes - offset);
-    if (source->data != nullptr) {
-      std::memcpy(dest, source->data + offset, length);
+    const auto* buffer = static_cast<const CallerBuffer*>(state);
+    const size_t length = std::min(max_length, buffer->bytes - offset);
+    if (buffer->data != nullptr) {
+      std::memcpy(dest, buffer->data + offset, length);
     } else {
       std::memset(dest, 0, length);
     }
     return length;
   };
-  ops.unpack = [](void*, size_t, const void*, size_t) { return UCS_ERR_UNSUPPORTED; };
+  ops.unpack = [](void* state, size_t offset, const void* src, size_t length) {
+    const auto* buffer = static_cast<const CallerBuffer*>(state);
+    if (offset > buffer->bytes || length > buffer->bytes - offset) {
+      return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    if (buffer->data != nullptr) std::memcpy(buffer->data + offset, src, length);
+    return UCS_OK;
+  };
   ops.finish = [](void* state) {
-    auto* source = static_cast<SendSource*>(state);
-    source->finished = true;
-    if (source->let_go) delete source;
+    auto* buffer = static_cast<CallerBuffer*>(state);
+    buffer->finished = true;
+    if (buffer->let_go) delete buffer;
   };
   return ops;
 }
@@ -236,9 +243,9 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
     return ncclSystemError;
   }
   transport->worker_.reset(worker);
-  static const ucp_generic_dt_ops_t kSendSourceOps = SendSourceOps();
+  static const ucp_generic_dt_ops_t kCallerBufferOps = CallerBufferOps();
   if (const ucs_status_t made =
-          ucp_dt_create_generic(&kSendSourceOps, nullptr, &transport->send_type_);
+          ucp_dt_create_generic(&kCallerBufferOps, nullptr, &transport->buffer_type_);
       made != UCS_OK) {
     ZPP_WARN("UCP: ucp_dt_create_generic failed: %s; the transport cannot open (ncclSystemError)",
              ucs_status_string(made));
@@ -279,6 +286,13 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
                 "ncclInvalidArgument (after a failed zppCpuCommConnect, open a new communicator)",
                 rank_);
   peers_.resize(size_);
+  // With RDMA, a rendezvous moves a message straight between the callers' buffers, and a failed
+  // call's operations end by a forced close of their endpoints (Release). Shared memory and TCP
+  // copy the bytes anyway, so there they go through a CallerBuffer that Release can detach: an
+  // endpoint on this machine cannot be force-closed (no peer-failure mode), and one over TCP
+  // crashed UCX 1.13 when the peer's bytes came after it
+  // (MultiProcessTest.FailedReceiveFromAnotherMachineIsNotWrittenAfterTheError).
+  const bool rdma = HasRdmaDevice();
   for (int r = 0; r < size_; ++r) {
     Peer& peer = peers_[r];
     peer.owner = this;
@@ -297,6 +311,7 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
     }
     peer.same_machine =
         placement_ == Placement::kAsFound && self_.SharesProcessTable(peer.identity);
+    peer.through_callbacks = peer.same_machine || !rdma;
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data() + kIdentityBytes);
@@ -342,7 +357,7 @@ UcpTransport::~UcpTransport() {
   }
   worker_.reset();  // within the scope: the worker ends the closes still pending
   note_sends_.clear();
-  if (send_type_ != 0) ucp_dt_destroy(send_type_);  // after the worker: its sends are ended
+  if (buffer_type_ != 0) ucp_dt_destroy(buffer_type_);  // after the worker: its operations ended
   const QuietCloseScope::Counts& counts = quiet.counts();
   if (counts.flush_errors + counts.left_unreceived > 0) {
     ZPP_INFO(kInit,
@@ -389,6 +404,12 @@ void UcpTransport::CloseEndpoints(std::chrono::milliseconds bound) {
   }
 }
 
+void UcpTransport::ProgressForTesting(std::chrono::milliseconds duration) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Clock::time_point end = Clock::now() + duration;
+  while (Clock::now() < end) ucp_worker_progress(worker_.get());
+}
+
 void UcpTransport::BeginCall(const CallLabel& label) {
   std::lock_guard<std::mutex> lock(mutex_);
   call_ = label;
@@ -411,40 +432,44 @@ Result UcpTransport::CheckUsable(int rank) const {
   return ncclSuccess;
 }
 
+UcpTransport::CallerBuffer* UcpTransport::ThroughCallbacks(bool through, const void* data,
+                                                           size_t bytes,
+                                                           ucp_request_param_t* param) const {
+  if (!through) return nullptr;
+  param->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  param->datatype = buffer_type_;
+  return new CallerBuffer{static_cast<std::byte*>(const_cast<void*>(data)), bytes};
+}
+
 Result UcpTransport::PostSend(int to, ucp_tag_t tag, const void* data, size_t bytes,
                               std::vector<Pending>* pending) {
-  // To another machine, from the buffer itself (TCP sends it without a copy): a failed call's
-  // sends there end by a forced close of their endpoint (Release). On this machine (shared
-  // memory copies anyway; an endpoint without a peer-failure mode cannot be force-closed),
-  // through a SendSource that Release can detach.
   ucp_request_param_t param{};
-  SendSource* source = nullptr;
-  if (peers_[to].same_machine) {
-    source = new SendSource{static_cast<const std::byte*>(data), bytes};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype = send_type_;
-  }
-  void* request = source != nullptr
-                      ? ucp_tag_send_nbx(peers_[to].endpoint, source, 1, tag, &param)
+  CallerBuffer* buffer = ThroughCallbacks(peers_[to].through_callbacks, data, bytes, &param);
+  void* request = buffer != nullptr
+                      ? ucp_tag_send_nbx(peers_[to].endpoint, buffer, 1, tag, &param)
                       : ucp_tag_send_nbx(peers_[to].endpoint, data, bytes, tag, &param);
-  if (source != nullptr && (request == nullptr || UCS_PTR_IS_ERR(request))) LetGo(source);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) LetGo(buffer, true);
   if (UCS_PTR_IS_ERR(request)) {
     return Fail(ncclRemoteError, "a send to rank " + std::to_string(to) +
                                      " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  if (request != nullptr) pending->push_back({request, 0, false, to, source});
+  if (request != nullptr) pending->push_back({request, 0, false, to, buffer});
   return ncclSuccess;
 }
 
 Result UcpTransport::PostReceive(int from, ucp_tag_t tag, void* data, size_t bytes,
                                  std::vector<Pending>* pending) {
   ucp_request_param_t param{};
-  void* request = ucp_tag_recv_nbx(worker_.get(), data, bytes, tag, kFullMask, &param);
+  CallerBuffer* buffer = ThroughCallbacks(peers_[from].through_callbacks, data, bytes, &param);
+  void* request = buffer != nullptr
+                      ? ucp_tag_recv_nbx(worker_.get(), buffer, 1, tag, kFullMask, &param)
+                      : ucp_tag_recv_nbx(worker_.get(), data, bytes, tag, kFullMask, &param);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) LetGo(buffer, true);
   if (UCS_PTR_IS_ERR(request)) {
     return Fail(ncclRemoteError, "a receive from rank " + std::to_string(from) +
                                      " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  if (request != nullptr) pending->push_back({request, bytes, true, from});
+  if (request != nullptr) pending->push_back({request, bytes, true, from, buffer});
   return ncclSuccess;
 }
 
@@ -579,30 +604,32 @@ Result UcpTransport::LookForFaults(const std::vector<Pending>& pending, const ch
 
 void UcpTransport::Release(std::vector<Pending>* pending) {
   // Before the error reaches the caller, UCX must let go of its buffers: the caller may free
-  // them at once. Receives are cancelled. A send cannot be (UCX 1.13), and an eager one still
-  // queued packs its bytes whenever the worker progresses next, maybe in the close: sends finish
-  // while the worker has data to move (this rank's notes follow them); then those still in
-  // progress end unread: to another machine by a forced close of the endpoint
-  // (UCS_ERR_CANCELED), on this one by detaching their SendSource (it packs zeros).
+  // them at once. Unmatched receives are cancelled. A send cannot be (UCX 1.13), nor a receive
+  // already matched, and UCX goes on with them whenever the worker progresses next, maybe in the
+  // close: sends finish while the worker has data to move (this rank's notes follow them); then
+  // what is still in progress ends unread and unwritten: through a CallerBuffer (see Connect),
+  // by detaching it; else by a forced close of the endpoint (UCS_ERR_CANCELED).
   for (Pending& p : *pending) {
     if (p.request != nullptr && p.is_receive) ucp_request_cancel(worker_.get(), p.request);
   }
   AwaitBy(pending, Clock::now() + kCancelBound, kSendsQuietBound);
   std::vector<Pending> closing;
   for (Pending& p : *pending) {
-    if (p.request == nullptr || p.is_receive) continue;
-    if (p.source != nullptr) {
+    if (p.request == nullptr) continue;
+    if (p.buffer != nullptr) {
       ucp_request_free(p.request);  // UCX ends it later, or with the worker
       p.request = nullptr;
-      LetGo(p.source);
+      LetGo(p.buffer, false);
     } else if (void* close = ForceClose(p.peer); close != nullptr) {
       closing.push_back({close, 0, false, -1, nullptr});
     }
   }
-  pending->insert(pending->end(), closing.begin(), closing.end());
-  AwaitBy(pending, Clock::now() + kCancelBound, kCancelBound);
-  for (const Pending& p : *pending) {
-    if (p.request != nullptr) ucp_request_free(p.request);
+  // A receive whose endpoint was closed may never end: only the closes are awaited.
+  AwaitBy(&closing, Clock::now() + kCancelBound, kCancelBound);
+  for (const std::vector<Pending>* left : {pending, &closing}) {
+    for (const Pending& p : *left) {
+      if (p.request != nullptr) ucp_request_free(p.request);
+    }
   }
   pending->clear();
 }
@@ -631,7 +658,7 @@ void UcpTransport::AwaitBy(std::vector<Pending>* pending, Clock::time_point dead
       }
       ucp_request_free(p.request);
       p.request = nullptr;
-      LetGo(p.source);  // nullptr for receives
+      LetGo(p.buffer, true);
     }
     const Clock::time_point now = Clock::now();
     if (!in_progress || now >= deadline || now - active >= quiet) return;
@@ -667,7 +694,7 @@ std::string UcpTransport::FreeEnded(std::vector<Pending>* pending, bool* all_end
     }
     ucp_request_free(p.request);
     p.request = nullptr;
-    LetGo(p.source);  // nullptr for receives
+    LetGo(p.buffer, true);
   }
   return failed;
 }

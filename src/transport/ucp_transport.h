@@ -60,6 +60,9 @@ class UcpTransport final : public Transport {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Progresses the worker for `duration`, as a close does, for tests: what arrives then for a
+  // failed call's operations must touch no caller's buffer.
+  void ProgressForTesting(std::chrono::milliseconds duration);
 
   void BeginCall(const CallLabel& label) override;
   std::string Failure() const override;
@@ -86,17 +89,26 @@ class UcpTransport final : public Transport {
     int rank = 0;
     ucp_ep_h endpoint = nullptr;
     ProcessIdentity identity;
-    bool same_machine = false;     // its process is in this one's process table
+    bool same_machine = false;  // its process is in this one's process table
+    // Messages with it go through a CallerBuffer: on this machine, and over TCP, where a forced
+    // close neither stops the bytes of a receive UCX matched nor survives the peer's later bytes.
+    bool through_callbacks = false;
     ucs_status_t failed = UCS_OK;  // set by UCX's error handler (endpoints to other machines)
   };
-  // What UCX reads a send to this machine's ranks from (ucp_transport.cc): UCX packs its bytes
-  // through its callbacks, never straight from the caller's buffer, so that a failed call can
-  // detach its sends (they pack zeros) before the error returns and the caller frees the buffer.
-  struct SendSource;
-  static ucp_generic_dt_ops_t SendSourceOps();
-  // The transport is done with `source` (its send ended, or its call failed); nullptr: nothing
-  // to do. Under mutex_.
-  static void LetGo(SendSource* source);
+  // The caller's buffer as UCX sees a message to or from this machine's ranks
+  // (ucp_transport.cc): UCX packs from it and unpacks into it through these callbacks, never
+  // straight, so that a failed call can detach it (its sends pack zeros, its receives, which UCX
+  // cannot cancel once matched, drop what still arrives) before the error returns and the caller
+  // frees the buffer.
+  struct CallerBuffer;
+  static ucp_generic_dt_ops_t CallerBufferOps();
+  // The CallerBuffer that UCX is to see `data` through (set in `param`) where `through`, else
+  // nullptr (UCX uses `data` itself).
+  CallerBuffer* ThroughCallbacks(bool through, const void* data, size_t bytes,
+                                 ucp_request_param_t* param) const;
+  // The transport is done with `buffer`: its operation `ended` (UCX will not touch it again), or
+  // its call failed with the operation still in flight; nullptr: nothing to do. Under mutex_.
+  static void LetGo(CallerBuffer* buffer, bool ended);
   // Closes the endpoint to `peer` at once (peers on other machines: UCP_ERR_HANDLING_MODE_PEER),
   // ending its operations with UCS_ERR_CANCELED; the close's request, if it has one. Under
   // mutex_.
@@ -107,7 +119,7 @@ class UcpTransport final : public Transport {
     size_t expected_bytes = 0;  // receives: the length the message must have
     bool is_receive = false;
     int peer = -1;
-    SendSource* source = nullptr;  // sends on this machine: let go (LetGo) when freed
+    CallerBuffer* buffer = nullptr;  // with this machine's ranks: let go (LetGo) when freed
   };
   struct Note;  // what a rank that found a fault tells the others (ucp_transport.cc)
 
@@ -170,7 +182,7 @@ class UcpTransport final : public Transport {
   std::vector<NoteSend> note_sends_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  ucp_datatype_t send_type_ = 0;  // SendSource's generic datatype; destroyed after the worker
+  ucp_datatype_t buffer_type_ = 0;  // CallerBuffer's generic datatype; destroyed after the worker
   Placement placement_ = Placement::kAsFound;  // set before Connect
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;

@@ -152,30 +152,41 @@ TEST(MultiProcessTest, ClosingAfterThePeersLeftPrintsNoError) {
 }
 
 // A failed call's send still queued in UCX (eager, as zpp's default across machines without
-// RDMA) must not be read after the error returns: the caller frees its buffer at once. On this
-// machine the send goes through a SendSource that the failed call detaches; taken to be on
-// other machines (TCP, UCX's peer-failure mode), from the buffer, its endpoint force-closed.
-void ExpectFailedSendNotReadAfterTheError(std::vector<std::string> scenario) {
+// RDMA) must not be read after the error returns: the caller frees its buffer at once. Nor may
+// its receive that UCX matched and cannot cancel write the rest of its message, arriving later,
+// into the caller's buffer. Both go through a CallerBuffer that the failed call detaches, on
+// this machine and taken to be on others (TCP, UCX's peer-failure mode, no RDMA here).
+void ExpectFailedCallsBufferUntouchedAfterTheError(std::vector<std::string> scenario) {
   TempDir dir;
+  const std::string name = scenario.front();
+  const int recording_rank = name == "stuck-send" ? 0 : 1;
   scenario.insert(scenario.begin() + 1, dir.path());
   const JobResult job = RunLauncher(Worker({"-n", kRanks, "--timeout", "60"}, scenario),
                                     {{"ZPP_TIMEOUT", "1"}, {"UCX_RNDV_THRESH", "inf"}}, 90);
   ASSERT_EQ(job.exit_code, 0) << job.stderr_text << job.stdout_text;
-  std::ifstream in(RecordPath(dir.path(), "stuck-send", 0));
-  int sent = -1;
+  std::ifstream in(RecordPath(dir.path(), name, recording_rank));
+  int result = -1;
   double close_ms = -1;
-  in >> sent >> close_ms;
+  in >> result >> close_ms;
   ASSERT_TRUE(in);
-  EXPECT_EQ(sent, ncclRemoteError);
+  EXPECT_EQ(result, ncclRemoteError);
   EXPECT_THAT(job.stdout_text + job.stderr_text, Not(HasSubstr("Caught signal")));
 }
 
 TEST(MultiProcessTest, FailedSendsBufferIsNotReadAfterTheError) {
-  ExpectFailedSendNotReadAfterTheError({"stuck-send"});
+  ExpectFailedCallsBufferUntouchedAfterTheError({"stuck-send"});
 }
 
 TEST(MultiProcessTest, FailedSendToAnotherMachineIsNotReadAfterTheError) {
-  ExpectFailedSendNotReadAfterTheError({"stuck-send", "remote"});
+  ExpectFailedCallsBufferUntouchedAfterTheError({"stuck-send", "remote"});
+}
+
+TEST(MultiProcessTest, FailedReceivesBufferIsNotWrittenAfterTheError) {
+  ExpectFailedCallsBufferUntouchedAfterTheError({"stuck-receive"});
+}
+
+TEST(MultiProcessTest, FailedReceiveFromAnotherMachineIsNotWrittenAfterTheError) {
+  ExpectFailedCallsBufferUntouchedAfterTheError({"stuck-receive", "remote"});
 }
 
 TEST(MultiProcessTest, RankWithDifferentSettingsFallsBackEverywhere) {

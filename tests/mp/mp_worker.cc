@@ -7,6 +7,9 @@
 //   zpp-mp-worker stuck-send DIR [remote]
 //                                     a send that times out, its buffer unmapped, then the close;
 //                                     remote: every peer taken to be on another machine
+//   zpp-mp-worker stuck-receive DIR [remote]
+//                                     a receive that times out matched and unfinished, its
+//                                     buffer unmapped, then both ranks close
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
 #include <sys/mman.h>
@@ -339,12 +342,22 @@ int LeaveWithoutClosing(sim::LaunchedJob job, const std::string& dir, int late_m
   return out && result == ncclSuccess ? 0 : 1;
 }
 
+constexpr size_t kStuckBytes = size_t{64} << 20;
+
+// An anonymous mapping of kStuckBytes, unmapped as a caller frees a buffer after an error:
+// touching it then is a crash, not a silent write.
+struct StuckBuffer {
+  void* data =
+      mmap(nullptr, kStuckBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  bool ok() const { return data != MAP_FAILED; }
+  void Unmap() { munmap(data, kStuckBytes); }
+};
+
 // Rank 0 sends kStuckBytes to rank 1, which does not progress for kQuietMs: the send times out
 // (ZPP_TIMEOUT=1) with most of it still queued in UCX. Rank 0 unmaps the buffer, as a caller
 // frees it after the error, and closes its transport while rank 1 takes what arrives: UCX must
 // not read the unmapped buffer. Rank 0 records "<send's result> <ms its close took>".
 int StuckSend(sim::LaunchedJob job, const std::string& dir) {
-  constexpr size_t kStuckBytes = size_t{64} << 20;
   constexpr int kQuietMs = 2500;
   if (job.rank != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(kQuietMs));
@@ -356,17 +369,54 @@ int StuckSend(sim::LaunchedJob job, const std::string& dir) {
     return 0;
   }
   const Clock::time_point start = Clock::now();
-  void* buffer =
-      mmap(nullptr, kStuckBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (buffer == MAP_FAILED) return 1;
-  std::memset(buffer, 1, kStuckBytes);
-  const Result sent = job.transport->Send(0, GroupKind::kWorld, 1, 0, buffer, kStuckBytes);
-  munmap(buffer, kStuckBytes);
+  StuckBuffer buffer;
+  if (!buffer.ok()) return 1;
+  std::memset(buffer.data, 1, kStuckBytes);
+  const Result sent = job.transport->Send(0, GroupKind::kWorld, 1, 0, buffer.data, kStuckBytes);
+  buffer.Unmap();
   std::this_thread::sleep_until(start + std::chrono::milliseconds(kQuietMs + 200));
   const Clock::time_point teardown = Clock::now();
   job.transport.reset();
   std::ofstream out(RecordPath(dir, "stuck-send", job.rank));
   out << static_cast<int>(sent) << " " << MillisecondsSince(teardown) << "\n";
+  return out ? 0 : 1;
+}
+
+// The receive's side. Ranks 0 and 1 exchange kStuckBytes each way: rank 0's exchange times out
+// while rank 1 sleeps (its first fragments wait in rank 1's queue). Then rank 1's exchange
+// matches those fragments while rank 0 does not progress, so it times out with its receive
+// matched and unfinished (UCX cannot cancel it). Rank 1 unmaps its buffers and progresses its
+// worker while rank 0's close sends the rest: none of it may be written into the unmapped
+// buffer. Rank 1 records "<exchange's result> <ms its close took>".
+int StuckReceive(sim::LaunchedJob job, const std::string& dir) {
+  constexpr int kFirstFailsByMs = 1500, kCloseAtMs = 3500, kProgressMs = 800;
+  const Clock::time_point start = Clock::now();
+  if (job.rank > 1) return 0;
+  StuckBuffer send, receive;
+  if (!send.ok() || !receive.ok()) return 1;
+  std::memset(send.data, 1, kStuckBytes);
+  if (job.rank == 1) {
+    std::this_thread::sleep_until(start + std::chrono::milliseconds(kFirstFailsByMs));
+  }
+  const int pair[] = {0, 1};
+  const transport::GroupView group{GroupKind::kWorld, pair, job.rank};
+  const Result result = job.transport->ExchangeParts(
+      job.rank, group, 0, 1, kStuckBytes,
+      [&](size_t, size_t) { return static_cast<const std::byte*>(send.data); },
+      [&](size_t, size_t) { return static_cast<std::byte*>(receive.data); }, "exchange");
+  send.Unmap();
+  receive.Unmap();
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(kCloseAtMs));
+  if (job.rank == 1) {
+    auto* ucp = dynamic_cast<transport::UcpTransport*>(job.transport.get());
+    if (ucp == nullptr) return 1;
+    ucp->ProgressForTesting(std::chrono::milliseconds(kProgressMs));
+  }
+  const Clock::time_point teardown = Clock::now();
+  job.transport.reset();
+  if (job.rank == 0) return 0;
+  std::ofstream out(RecordPath(dir, "stuck-receive", job.rank));
+  out << static_cast<int>(result) << " " << MillisecondsSince(teardown) << "\n";
   return out ? 0 : 1;
 }
 
@@ -376,13 +426,15 @@ int StuckSend(sim::LaunchedJob job, const std::string& dir) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: zpp-mp-worker matrix|p2p|fault|exit|mismatch|load|stuck-send DIR [ARG]\n");
+                 "usage: zpp-mp-worker "
+                 "matrix|p2p|fault|exit|mismatch|load|stuck-send|stuck-receive DIR [ARG]\n");
     return 2;
   }
   const std::string scenario = argv[1], dir = argv[2];
   zpp::sim::LaunchedJob job;
   // Every scenario's layouts hold kMatrixRanks ranks: a wrong -n stops before UCX wires up.
-  const bool remote = scenario == "stuck-send" && argc > 3 && std::string(argv[3]) == "remote";
+  const bool remote = (scenario == "stuck-send" || scenario == "stuck-receive") && argc > 3 &&
+                      std::string(argv[3]) == "remote";
   const auto placement = remote ? zpp::transport::UcpTransport::Placement::kAllOnOtherMachines
                                 : zpp::transport::UcpTransport::Placement::kAsFound;
   if (zpp::sim::JoinLaunchedJob(&job, zpp::test::kMatrixRanks, placement) != ncclSuccess) {
@@ -397,6 +449,7 @@ int main(int argc, char** argv) {
   if (scenario == "mismatch") return zpp::test::Mismatch(job, dir);
   if (scenario == "load" && argc > 3) return zpp::test::Load(job, dir, std::atoll(argv[3]));
   if (scenario == "stuck-send") return zpp::test::StuckSend(std::move(job), dir);
+  if (scenario == "stuck-receive") return zpp::test::StuckReceive(std::move(job), dir);
   std::fprintf(stderr, "zpp-mp-worker: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

@@ -76,7 +76,12 @@ class Ranks:
     def print_failures(self, hung, label=""):
         """Prints the end of the output of each rank that exited non-zero or hung; True if any."""
         failed = False
-        for rank, code in enumerate(self.codes()):
+        codes = self.codes()
+        # In the order they ended: the first rank to fail is the likeliest cause, and its lines
+        # come first in a log that a CI keeps only the start of.
+        order = sorted(range(len(codes)), key=lambda r: (self.ended[r] is None, self.ended[r] or 0))
+        for rank in order:
+            code = codes[rank]
             if code != 0 or rank in hung:
                 failed = True
                 ending = " (hung, killed)" if rank in hung else ""
