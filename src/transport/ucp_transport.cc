@@ -105,23 +105,22 @@ struct UcpTransport::Note {
   char call[256] = {};    // the call it is in
 };
 
-// Freed by whichever lets go last: UCX (finish, inside a progress) or the transport (LetGo),
-// both under mutex_.
+// Freed by the transport: when its operation has ended, else (detached with its operation in
+// flight) once the worker is gone, as UCX's worker destroy ends such operations without finish.
 struct UcpTransport::CallerBuffer {
   std::byte* data = nullptr;  // nullptr: detached (sends pack zeros, receives drop bytes)
   size_t bytes = 0;
-  bool finished = false;  // UCX will not touch it again
-  bool let_go = false;    // the transport will not touch it again
+  bool finished = false;  // UCX will not touch it again (finish, inside a progress)
 };
 
 void UcpTransport::LetGo(CallerBuffer* buffer, bool ended) {
-  if (buffer == nullptr) return;  // an operation with another machine, or a close
+  if (buffer == nullptr) return;  // an operation that used the caller's buffer, or a close
   if (ended || buffer->finished) {
     delete buffer;
     return;
   }
   buffer->data = nullptr;  // UCX may go on: zeros out, bytes dropped, never the caller's memory
-  buffer->let_go = true;
+  detached_.emplace_back(buffer);
 }
 
 ucp_generic_dt_ops_t UcpTransport::CallerBufferOps() {
@@ -147,11 +146,7 @@ ucp_generic_dt_ops_t UcpTransport::CallerBufferOps() {
     if (buffer->data != nullptr) std::memcpy(buffer->data + offset, src, length);
     return UCS_OK;
   };
-  ops.finish = [](void* state) {
-    auto* buffer = static_cast<CallerBuffer*>(state);
-    buffer->finished = true;
-    if (buffer->let_go) delete buffer;
-  };
+  ops.finish = [](void* state) { static_cast<CallerBuffer*>(state)->finished = true; };
   return ops;
 }
 
@@ -357,6 +352,7 @@ UcpTransport::~UcpTransport() {
   }
   worker_.reset();  // within the scope: the worker ends the closes still pending
   note_sends_.clear();
+  detached_.clear();
   if (buffer_type_ != 0) ucp_dt_destroy(buffer_type_);  // after the worker: its operations ended
   const QuietCloseScope::Counts& counts = quiet.counts();
   if (counts.flush_errors + counts.left_unreceived > 0) {

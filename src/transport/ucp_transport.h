@@ -107,8 +107,9 @@ class UcpTransport final : public Transport {
   CallerBuffer* ThroughCallbacks(bool through, const void* data, size_t bytes,
                                  ucp_request_param_t* param) const;
   // The transport is done with `buffer`: its operation `ended` (UCX will not touch it again), or
-  // its call failed with the operation still in flight; nullptr: nothing to do. Under mutex_.
-  static void LetGo(CallerBuffer* buffer, bool ended);
+  // its call failed with the operation still in flight (detached, kept until the worker is gone);
+  // nullptr: nothing to do. Under mutex_.
+  void LetGo(CallerBuffer* buffer, bool ended);
   // Closes the endpoint to `peer` at once (peers on other machines: UCP_ERR_HANDLING_MODE_PEER),
   // ending its operations with UCS_ERR_CANCELED; the close's request, if it has one. Under
   // mutex_.
@@ -180,6 +181,9 @@ class UcpTransport final : public Transport {
     std::unique_ptr<Note> body;
   };
   std::vector<NoteSend> note_sends_;
+  // Detached CallerBuffers whose operations were in flight (LetGo), under mutex_: a failed call's
+  // only (every later call fails before it posts), freed after the worker.
+  std::vector<std::unique_ptr<CallerBuffer>> detached_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
   ucp_datatype_t buffer_type_ = 0;  // CallerBuffer's generic datatype; destroyed after the worker
