@@ -90,12 +90,12 @@ class UcpTransport final : public Transport {
     ucp_ep_h endpoint = nullptr;
     ProcessIdentity identity;
     bool same_machine = false;  // its process is in this one's process table
-    // Messages with it go through a CallerBuffer: on this machine, and over TCP, where a forced
-    // close neither stops the bytes of a receive UCX matched nor survives the peer's later bytes.
+    // Messages with it go through a CallerBuffer: where shared memory or TCP carries them (see
+    // Connect); else a failed call's operations end by a forced close.
     bool through_callbacks = false;
     ucs_status_t failed = UCS_OK;  // set by UCX's error handler (endpoints to other machines)
   };
-  // The caller's buffer as UCX sees a message to or from this machine's ranks
+  // The caller's buffer as UCX sees a message that shared memory or TCP carries
   // (ucp_transport.cc): UCX packs from it and unpacks into it through these callbacks, never
   // straight, so that a failed call can detach it (its sends pack zeros, its receives, which UCX
   // cannot cancel once matched, drop what still arrives) before the error returns and the caller
@@ -120,7 +120,7 @@ class UcpTransport final : public Transport {
     size_t expected_bytes = 0;  // receives: the length the message must have
     bool is_receive = false;
     int peer = -1;
-    CallerBuffer* buffer = nullptr;  // with this machine's ranks: let go (LetGo) when freed
+    CallerBuffer* buffer = nullptr;  // through_callbacks: let go (LetGo) when freed
   };
   struct Note;  // what a rank that found a fault tells the others (ucp_transport.cc)
 
