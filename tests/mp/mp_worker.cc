@@ -9,7 +9,8 @@
 //                                     remote: every peer taken to be on another machine
 //   zpp-mp-worker stuck-receive DIR [remote]
 //                                     a receive that times out matched and unfinished, its
-//                                     buffer unmapped, then both ranks close
+//                                     buffer unmapped, then its rank progresses while the
+//                                     peer's close sends the rest
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
 #include <sys/mman.h>
