@@ -71,17 +71,22 @@ def _link_case(run):
     return _rounds().link_case(run)
 
 
+def _replicated_summaries(root):
+    """(summary, file name) of every netbench_replicated_auto_cpu*.json, oldest first: by date,
+    then name."""
+    return sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
+                   for path in glob.glob(os.path.join(
+                       root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
+                  key=lambda pair: (pair[0]["date"], pair[1]))
+
+
 def _newest_replicated_runs(root, by_congestion_control=False):
     """Every run of netbench_replicated_auto_cpu*.json, each (framework, rate) from the newest
     file (by date, then name) that holds it, each run with its file's `source` label; with
     by_congestion_control, the newest of each (framework, rate, TCP congestion control), the
     files before netbed recorded it counting as one more kind ("")."""
-    summaries = sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
-                        for path in glob.glob(os.path.join(
-                            root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
-                       key=lambda pair: (pair[0]["date"], pair[1]))
     newest = {}
-    for summary, name in summaries:
+    for summary, name in _replicated_summaries(root):
         cases = {}
         for run in summary["runs"]:
             case = _link_case(run)
@@ -416,11 +421,7 @@ def case_files_table(root, case):
     table shows only the newest file. Not pooled: the files measure different libraries."""
     lines = ["| file | commit | rounds | plain / gloo | `auto` / fastest fixed zpp mode |",
              "|---|---|---:|---:|---:|"]
-    summaries = sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
-                        for path in glob.glob(os.path.join(
-                            root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
-                       key=lambda pair: (pair[0]["date"], pair[1]))
-    for summary, name in summaries:
+    for summary, name in _replicated_summaries(root):
         runs = [r for r in summary["runs"] if _link_case(r) == case]
         if not runs:
             continue

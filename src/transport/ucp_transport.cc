@@ -110,12 +110,11 @@ struct UcpTransport::Note {
 struct UcpTransport::CallerBuffer {
   std::byte* data = nullptr;  // nullptr: detached (sends pack zeros, receives drop bytes)
   size_t bytes = 0;
-  bool finished = false;  // UCX will not touch it again (finish, inside a progress)
 };
 
 void UcpTransport::LetGo(CallerBuffer* buffer, bool ended) {
   if (buffer == nullptr) return;  // an operation that used the caller's buffer, or a close
-  if (ended || buffer->finished) {
+  if (ended) {
     delete buffer;
     return;
   }
@@ -146,7 +145,7 @@ ucp_generic_dt_ops_t UcpTransport::CallerBufferOps() {
     if (buffer->data != nullptr) std::memcpy(buffer->data + offset, src, length);
     return UCS_OK;
   };
-  ops.finish = [](void* state) { static_cast<CallerBuffer*>(state)->finished = true; };
+  ops.finish = [](void*) {};  // the transport frees it (LetGo), never UCX
   return ops;
 }
 
