@@ -93,6 +93,16 @@ void CopyText(const std::string& text, char* out, size_t bytes) {
   out[length] = '\0';
 }
 
+// Every open UcpTransport of this process (one per communicator), for ProgressOthers.
+struct OpenTransports {
+  std::mutex mutex;
+  std::vector<UcpTransport*> all;
+};
+OpenTransports& ProcessTransports() {
+  static OpenTransports* open = new OpenTransports;  // never destroyed: closes may come at exit
+  return *open;
+}
+
 }  // namespace
 
 struct UcpTransport::Note {
@@ -152,6 +162,18 @@ ucp_generic_dt_ops_t UcpTransport::CallerBufferOps() {
 UcpTransport::UcpTransport(int rank, int size, std::chrono::milliseconds timeout)
     : rank_(rank), size_(size), timeout_(timeout) {}
 
+void UcpTransport::ProgressOthers() {
+  std::unique_lock<std::mutex> open(ProcessTransports().mutex, std::try_to_lock);
+  if (!open.owns_lock()) return;  // another wait is at it
+  for (UcpTransport* other : ProcessTransports().all) {
+    if (other == this) continue;
+    std::unique_lock<std::mutex> lock(other->mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !other->worker_) continue;  // in use: its own wait progresses it
+    while (ucp_worker_progress(other->worker_.get()) != 0) {
+    }
+  }
+}
+
 Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds timeout,
                             std::unique_ptr<UcpTransport>* out, Placement placement) {
   std::unique_ptr<UcpTransport> transport;
@@ -160,10 +182,9 @@ Result UcpTransport::Create(const LaunchInfo& launch, std::chrono::milliseconds 
   const bool as_found = placement == Placement::kAsFound;
   ZPP_CHECK(Open(launch.rank, launch.size, as_found ? Reach::kOneMachine : Reach::kAnyMachine,
                  timeout, &transport, &mine));
-  transport->placement_ = placement;
   std::vector<Address> all;
   ZPP_CHECK(ExchangeAddresses(launch, mine, Clock::now() + timeout, &all));
-  ZPP_CHECK(transport->Connect(all));
+  ZPP_CHECK(transport->Connect(all, placement));
   *out = std::move(transport);
   return ncclSuccess;
 }
@@ -270,11 +291,11 @@ Result UcpTransport::Open(int rank, int size, Reach reach, std::chrono::millisec
   return ncclSuccess;
 }
 
-Result UcpTransport::Connect(const std::vector<Address>& addresses) {
+Result UcpTransport::Connect(const std::vector<Address>& addresses, Placement placement) {
   ZPP_CHECK_ARG(static_cast<int>(addresses.size()) == size_,
                 "UCP transport: %zu addresses for %d ranks" ZPP_BUG_REPORT, addresses.size(),
                 size_);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   ZPP_CHECK_ARG(peers_.empty(),
                 "UCP transport of rank %d: connected twice; connecting fails with "
                 "ncclInvalidArgument (after a failed zppCpuCommConnect, open a new communicator)",
@@ -303,8 +324,7 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
           r);
       return ncclInvalidUsage;
     }
-    peer.same_machine =
-        placement_ == Placement::kAsFound && self_.SharesProcessTable(peer.identity);
+    peer.same_machine = placement == Placement::kAsFound && self_.SharesProcessTable(peer.identity);
     peer.through_callbacks = peer.same_machine || !rdma;
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -332,11 +352,20 @@ Result UcpTransport::Connect(const std::vector<Address>& addresses) {
       return ncclSystemError;
     }
   }
+  lock.unlock();  // never waits for the list while holding mutex_ (ProgressOthers: the reverse)
+  {
+    std::lock_guard<std::mutex> open(ProcessTransports().mutex);
+    ProcessTransports().all.push_back(this);
+  }
   ZPP_INFO(kInit, "UCP transport: rank %d of %d connected", rank_, size_);
   return ncclSuccess;
 }
 
 UcpTransport::~UcpTransport() {
+  {
+    std::lock_guard<std::mutex> open(ProcessTransports().mutex);
+    std::erase(ProcessTransports().all, this);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!worker_) return;
   const bool healthy = broken_.load() == ncclSuccess;
@@ -728,6 +757,7 @@ Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
       const Clock::time_point now = Clock::now();
       if ((idle >= kFaultLookPolls && idle % kFaultLookPolls == 0) || now >= next_look) {
         next_look = now + kFaultLookPeriod;
+        ProgressOthers();
         if (Result found = LookForFaults(*pending, what); found != ncclSuccess) {
           Release(pending);
           return found;

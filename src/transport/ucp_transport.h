@@ -2,7 +2,8 @@
 // memory between processes of one machine, TCP across machines (UCX picks; UCX_TLS overrides).
 // A zpp-launch job is one machine by construction, so there TCP is left out: polling its idle
 // sockets (an epoll_wait per progress call) doubled the time of 8 ranks sharing 2 cores.
-// One worker per process, driven by whichever stream worker waits on it. Every collective is
+// One worker per communicator, driven by whichever stream worker waits on it, and by the waits of
+// the process's other communicators while they are idle (ProgressOthers). Every collective is
 // tagged messages (kind, source rank, sequence), so calls match by order as NCCL's do.
 //
 // Every tag also carries the communicator's call number and signature (CallLabel): messages of
@@ -53,7 +54,7 @@ class UcpTransport final : public Transport {
   enum class Reach { kOneMachine, kAnyMachine };
   static Result Open(int rank, int size, Reach reach, std::chrono::milliseconds timeout,
                      std::unique_ptr<UcpTransport>* out, Address* address);
-  Result Connect(const std::vector<Address>& addresses);
+  Result Connect(const std::vector<Address>& addresses, Placement placement = Placement::kAsFound);
   ~UcpTransport() override;  // flushes and closes the endpoints (bounded), then the worker
   UcpTransport(const UcpTransport&) = delete;
   UcpTransport& operator=(const UcpTransport&) = delete;
@@ -155,6 +156,11 @@ class UcpTransport final : public Transport {
   // Frees the operations that have ended; what went wrong with one ("" if nothing), and in
   // `all_ended` whether none is left in progress. Under mutex_.
   std::string FreeEnded(std::vector<Pending>* pending, bool* all_ended);
+  // Progresses every other connected transport of this process whose worker no thread is using,
+  // until it has nothing to progress: UCX's TCP transport may hold work for a worker after its
+  // calls completed, and a peer waiting on that communicator would wait for this rank, busy on
+  // another, in turn (docs/architecture.md, "The same engine on CPU processes"). Under mutex_.
+  void ProgressOthers();
   // Drives the worker until every operation completed, a peer failed or the timeout passed.
   Result WaitAll(std::vector<Pending>* pending, const char* what);
   // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
@@ -186,8 +192,7 @@ class UcpTransport final : public Transport {
   std::vector<std::unique_ptr<CallerBuffer>> detached_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  ucp_datatype_t buffer_type_ = 0;  // CallerBuffer's generic datatype; destroyed after the worker
-  Placement placement_ = Placement::kAsFound;  // set before Connect
+  ucp_datatype_t buffer_type_ = 0;    // CallerBuffer's generic datatype; destroyed after the worker
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };

@@ -1,6 +1,7 @@
 // Eight processes under zpp-launch, bound over UCX, against eight threads: the engine matrix
 // bitwise and byte for byte, a rank killed inside a collective, a rank with different settings,
-// and a long run of small collectives with flat memory. Every job is bounded in time.
+// and a long run of small collectives with flat memory; two processes with two communicators.
+// Every job is bounded in time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -189,6 +190,27 @@ TEST(MultiProcessTest, FailedReceivesBufferIsNotWrittenAfterTheError) {
 
 TEST(MultiProcessTest, FailedReceiveFromAnotherMachineIsNotWrittenAfterTheError) {
   ExpectFailedCallsBufferUntouchedAfterTheError({"stuck-receive", "remote"});
+}
+
+// Two ranks alternate calls on two communicators over TCP (two_communicators.h), with UCX's
+// socket send buffers at 8 KB so that a call often ends with bytes of its worker still to move.
+// Before every wait progressed the other communicators' workers, such a job hung within the
+// first 1000 rounds in 8 of 8 runs (bench/results/two_communicators_cpu.md).
+TEST(MultiProcessTest, CallsOnTwoCommunicatorsOverTcpNeverWaitOnEachOther) {
+  constexpr int kRounds = 1000;
+  TempDir dir;
+  const JobResult job = RunLauncher(
+      Worker({"-n", "2", "--timeout", "60"}, {"two-comms", dir.path(), std::to_string(kRounds)}),
+      {{"ZPP_TIMEOUT", "3"}, {"UCX_TCP_SNDBUF", "8k"}}, 90);
+  EXPECT_EQ(job.exit_code, 0) << job.stderr_text;
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(RecordPath(dir.path(), "two-comms", r));
+    int rounds = -1, result = -1;
+    in >> rounds >> result;
+    ASSERT_TRUE(in) << "rank " << r << "\n" << job.stderr_text;
+    EXPECT_EQ(rounds, kRounds) << "rank " << r << "\n" << job.stderr_text;
+    EXPECT_EQ(result, ncclSuccess) << "rank " << r;
+  }
 }
 
 TEST(MultiProcessTest, RankWithDifferentSettingsFallsBackEverywhere) {

@@ -11,6 +11,8 @@
 //                                     a receive that times out matched and unfinished, its
 //                                     buffer unmapped, then its rank progresses while the
 //                                     peer's close sends the rest
+//   zpp-mp-worker two-comms DIR ROUNDS
+//                                     two ranks, two communicators over TCP (two_communicators.h)
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
 #include <sys/mman.h>
@@ -36,6 +38,7 @@
 #include "point_to_point.h"
 #include "sim/launched_world.h"
 #include "sim/sim_backend.h"
+#include "two_communicators.h"
 
 namespace zpp::test {
 namespace {
@@ -424,24 +427,35 @@ int StuckReceive(sim::LaunchedJob job, const std::string& dir) {
   return out ? 0 : 1;
 }
 
+// Writes "<rounds done> <first failure's result>".
+int TwoCommunicators(const sim::LaunchedJob& job, const std::string& dir, int rounds) {
+  const TwoCommunicatorsRun run = RunTwoCommunicators(job, rounds);
+  std::ofstream out(RecordPath(dir, "two-comms", job.rank));
+  out << run.rounds_done << " " << static_cast<int>(run.first_failure) << "\n";
+  return out && run.first_failure == ncclSuccess ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace zpp::test
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: zpp-mp-worker "
-                 "matrix|p2p|fault|exit|mismatch|load|stuck-send|stuck-receive DIR [ARG]\n");
+    std::fprintf(
+        stderr,
+        "usage: zpp-mp-worker "
+        "matrix|p2p|fault|exit|mismatch|load|stuck-send|stuck-receive|two-comms DIR [ARG]\n");
     return 2;
   }
   const std::string scenario = argv[1], dir = argv[2];
   zpp::sim::LaunchedJob job;
-  // Every scenario's layouts hold kMatrixRanks ranks: a wrong -n stops before UCX wires up.
-  const bool remote = (scenario == "stuck-send" || scenario == "stuck-receive") && argc > 3 &&
-                      std::string(argv[3]) == "remote";
+  // Every other scenario's layouts hold kMatrixRanks ranks: a wrong -n stops before UCX wires up.
+  const bool two_comms = scenario == "two-comms";
+  const bool remote = two_comms || ((scenario == "stuck-send" || scenario == "stuck-receive") &&
+                                    argc > 3 && std::string(argv[3]) == "remote");
   const auto placement = remote ? zpp::transport::UcpTransport::Placement::kAllOnOtherMachines
                                 : zpp::transport::UcpTransport::Placement::kAsFound;
-  if (zpp::sim::JoinLaunchedJob(&job, zpp::test::kMatrixRanks, placement) != ncclSuccess) {
+  if (zpp::sim::JoinLaunchedJob(&job, two_comms ? 2 : zpp::test::kMatrixRanks, placement) !=
+      ncclSuccess) {
     return 1;
   }
   if (scenario == "matrix") return zpp::test::Matrix(job, dir);
@@ -454,6 +468,7 @@ int main(int argc, char** argv) {
   if (scenario == "load" && argc > 3) return zpp::test::Load(job, dir, std::atoll(argv[3]));
   if (scenario == "stuck-send") return zpp::test::StuckSend(std::move(job), dir);
   if (scenario == "stuck-receive") return zpp::test::StuckReceive(std::move(job), dir);
+  if (two_comms && argc > 3) return zpp::test::TwoCommunicators(job, dir, std::atoi(argv[3]));
   std::fprintf(stderr, "zpp-mp-worker: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

@@ -1,0 +1,22 @@
+// Two communicators in each process of a two-rank zpp-launch job, over TCP as across machines
+// (HSDP's shard and replica groups): the ranks alternate a large exchange on the first and a
+// small one on the second. A transport progresses its UCX worker only inside its own calls, so a
+// call must not return while its bytes still wait in UCX's TCP buffer: the peer would wait for
+// them on the first communicator while this rank waits for it on the second.
+#pragma once
+
+#include "log/check.h"
+#include "sim/launched_world.h"
+
+namespace zpp::test {
+
+struct TwoCommunicatorsRun {
+  int rounds_done = 0;                 // rounds whose exchanges both succeeded, data checked
+  Result first_failure = ncclSuccess;  // the first failed call's result
+};
+
+// `job` holds the first communicator's transport (taken to be on other machines); the second is
+// opened here, its addresses exchanged over the first.
+TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds);
+
+}  // namespace zpp::test
