@@ -71,13 +71,16 @@ def _link_case(run):
     return _rounds().link_case(run)
 
 
-def _replicated_summaries(root):
-    """(summary, file name) of every netbench_replicated_auto_cpu*.json, oldest first: by date,
-    then name."""
+def _summaries_by_date(root, pattern):
+    """(summary, file name) of every bench/results file matching `pattern`, oldest first: by
+    date, then name."""
     return sorted(((_results(root, os.path.basename(path)), os.path.basename(path))
-                   for path in glob.glob(os.path.join(
-                       root, "bench", "results", "netbench_replicated_auto_cpu*.json"))),
+                   for path in glob.glob(os.path.join(root, "bench", "results", pattern))),
                   key=lambda pair: (pair[0]["date"], pair[1]))
+
+
+def _replicated_summaries(root):
+    return _summaries_by_date(root, "netbench_replicated_auto_cpu*.json")
 
 
 def _newest_replicated_runs(root, by_congestion_control=False):
@@ -444,11 +447,9 @@ def passthrough_table(root):
 
 def zero3_rounds_table(root):
     """FSDP2's and DeepSpeed's modes over interleaved rounds (the newest
-    netbench_zero3_rounds_cpu*.json) beside the README's table of `make netbench`
+    netbench_zero3_rounds_cpu*.json, by date then name) beside the README's table of `make netbench`
     (netbench_cpu.json): the issue's 'no slower than today's table'."""
-    name = sorted(os.path.basename(p) for p in glob.glob(
-        os.path.join(root, "bench", "results", "netbench_zero3_rounds_cpu*.json")))[-1]
-    rounds = _results(root, name)
+    rounds, name = _summaries_by_date(root, "netbench_zero3_rounds_cpu*.json")[-1]
     today = {(r["framework"], r["rate_mbit"], r["mode"]): r["median_step_s"]
              for r in _results(root, "netbench_cpu.json")["runs"]}
     lines = [f"| framework | link | mode | per round (`{name}`) | median | `netbench_cpu.json` | "

@@ -350,11 +350,22 @@ constexpr size_t kStuckBytes = size_t{64} << 20;
 
 // An anonymous mapping of kStuckBytes, unmapped as a caller frees a buffer after an error:
 // touching it then is a crash, not a silent write.
-struct StuckBuffer {
-  void* data =
+class StuckBuffer {
+ public:
+  StuckBuffer() = default;
+  StuckBuffer(const StuckBuffer&) = delete;
+  StuckBuffer& operator=(const StuckBuffer&) = delete;
+  ~StuckBuffer() { Unmap(); }
+  bool ok() const { return data_ != MAP_FAILED; }
+  void* data() const { return data_; }
+  void Unmap() {
+    if (ok()) munmap(data_, kStuckBytes);
+    data_ = MAP_FAILED;
+  }
+
+ private:
+  void* data_ =
       mmap(nullptr, kStuckBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bool ok() const { return data != MAP_FAILED; }
-  void Unmap() { munmap(data, kStuckBytes); }
 };
 
 // Rank 0 sends kStuckBytes to rank 1, which does not progress for kQuietMs: the send times out
@@ -375,8 +386,8 @@ int StuckSend(sim::LaunchedJob job, const std::string& dir) {
   const Clock::time_point start = Clock::now();
   StuckBuffer buffer;
   if (!buffer.ok()) return 1;
-  std::memset(buffer.data, 1, kStuckBytes);
-  const Result sent = job.transport->Send(0, GroupKind::kWorld, 1, 0, buffer.data, kStuckBytes);
+  std::memset(buffer.data(), 1, kStuckBytes);
+  const Result sent = job.transport->Send(0, GroupKind::kWorld, 1, 0, buffer.data(), kStuckBytes);
   buffer.Unmap();
   std::this_thread::sleep_until(start + std::chrono::milliseconds(kQuietMs + 200));
   const Clock::time_point teardown = Clock::now();
@@ -401,7 +412,7 @@ int StuckReceive(sim::LaunchedJob job, const std::string& dir) {
   }
   StuckBuffer send, receive;
   if (!send.ok() || !receive.ok()) return 1;
-  std::memset(send.data, 1, kStuckBytes);
+  std::memset(send.data(), 1, kStuckBytes);
   if (job.rank == 1) {
     std::this_thread::sleep_until(start + std::chrono::milliseconds(kFirstFailsByMs));
   }
@@ -409,8 +420,8 @@ int StuckReceive(sim::LaunchedJob job, const std::string& dir) {
   const transport::GroupView group{GroupKind::kWorld, pair, job.rank};
   const Result result = job.transport->ExchangeParts(
       job.rank, group, 0, 1, kStuckBytes,
-      [&](size_t, size_t) { return static_cast<const std::byte*>(send.data); },
-      [&](size_t, size_t) { return static_cast<std::byte*>(receive.data); }, "exchange");
+      [&](size_t, size_t) { return static_cast<const std::byte*>(send.data()); },
+      [&](size_t, size_t) { return static_cast<std::byte*>(receive.data()); }, "exchange");
   send.Unmap();
   receive.Unmap();
   std::this_thread::sleep_until(start + std::chrono::milliseconds(kCloseAtMs));
