@@ -166,7 +166,8 @@ void UcpTransport::ProgressOthers() {
   std::unique_lock<std::mutex> open(ProcessTransports().mutex, std::try_to_lock);
   if (!open.owns_lock()) return;  // another wait is at it
   for (UcpTransport* other : ProcessTransports().all) {
-    if (other == this) continue;
+    // One in a call is its own wait's to progress: taking its worker would hold that wait up.
+    if (other == this || other->waits_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(other->mutex_, std::try_to_lock);
     if (!lock.owns_lock() || !other->worker_) continue;  // in use: its own wait progresses it
     while (ucp_worker_progress(other->worker_.get()) != 0) {
@@ -724,6 +725,13 @@ std::string UcpTransport::FreeEnded(std::vector<Pending>* pending, bool* all_end
 }
 
 Result UcpTransport::WaitAll(std::vector<Pending>* pending, const char* what) {
+  ++waits_;
+  const Result result = WaitFor(pending, what);
+  --waits_;
+  return result;
+}
+
+Result UcpTransport::WaitFor(std::vector<Pending>* pending, const char* what) {
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + timeout_;
   const Clock::time_point warn_at = start + timeout_ / 4;

@@ -156,13 +156,15 @@ class UcpTransport final : public Transport {
   // Frees the operations that have ended; what went wrong with one ("" if nothing), and in
   // `all_ended` whether none is left in progress. Under mutex_.
   std::string FreeEnded(std::vector<Pending>* pending, bool* all_ended);
-  // Progresses every other connected transport of this process whose worker no thread is using,
-  // until it has nothing to progress: UCX's TCP transport may hold work for a worker after its
-  // calls completed, and a peer waiting on that communicator would wait for this rank, busy on
+  // Progresses every other connected transport of this process that no wait is driving, until
+  // it has nothing to progress: UCX's TCP transport may hold work for a worker after its calls
+  // completed, and a peer waiting on that communicator would wait for this rank, busy on
   // another, in turn (docs/architecture.md, "The same engine on CPU processes"). Under mutex_.
   void ProgressOthers();
-  // Drives the worker until every operation completed, a peer failed or the timeout passed.
+  // Drives the worker until every operation completed, a peer failed or the timeout passed;
+  // counted in waits_ meanwhile.
   Result WaitAll(std::vector<Pending>* pending, const char* what);
+  Result WaitFor(std::vector<Pending>* pending, const char* what);
   // Between two idle polls of WaitAll: spins, then yields, then sleeps on the worker's event
   // file descriptor until UCX has something to progress (at most kEventWaitMs), so that a wait on
   // a slow link costs no core (docs/architecture.md, "The same engine on CPU processes"). True
@@ -192,7 +194,8 @@ class UcpTransport final : public Transport {
   std::vector<std::unique_ptr<CallerBuffer>> detached_;
   Clock::time_point next_liveness_;  // under mutex_
   std::atomic<int> broken_{ncclSuccess};
-  ucp_datatype_t buffer_type_ = 0;    // CallerBuffer's generic datatype; destroyed after the worker
+  std::atomic<int> waits_{0};       // WaitAlls in progress: ProgressOthers leaves this worker alone
+  ucp_datatype_t buffer_type_ = 0;  // CallerBuffer's generic datatype; destroyed after the worker
   mutable std::mutex failure_mutex_;  // a caller reads the failure while a wait may write it
   std::string failure_;
 };
