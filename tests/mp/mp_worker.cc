@@ -11,7 +11,7 @@
 //                                     a receive that times out matched and unfinished, its
 //                                     buffer unmapped, then its rank progresses while the
 //                                     peer's close sends the rest
-//   zpp-mp-worker two-comms DIR ROUNDS
+//   zpp-mp-worker two-comms DIR ROUNDS [threads]
 //                                     two ranks, two communicators over TCP (two_communicators.h)
 // Exit status 0 when the rank did its part; the test process checks what it wrote.
 #include <signal.h>
@@ -439,8 +439,9 @@ int StuckReceive(sim::LaunchedJob job, const std::string& dir) {
 }
 
 // Writes "<rounds done> <first failure's result>".
-int TwoCommunicators(const sim::LaunchedJob& job, const std::string& dir, int rounds) {
-  const TwoCommunicatorsRun run = RunTwoCommunicators(job, rounds);
+int TwoCommunicators(const sim::LaunchedJob& job, const std::string& dir, int rounds,
+                     bool on_threads) {
+  const TwoCommunicatorsRun run = RunTwoCommunicators(job, rounds, on_threads);
   std::ofstream out(RecordPath(dir, "two-comms", job.rank));
   out << run.rounds_done << " " << static_cast<int>(run.first_failure) << "\n";
   return out && run.first_failure == ncclSuccess ? 0 : 1;
@@ -479,7 +480,10 @@ int main(int argc, char** argv) {
   if (scenario == "load" && argc > 3) return zpp::test::Load(job, dir, std::atoll(argv[3]));
   if (scenario == "stuck-send") return zpp::test::StuckSend(std::move(job), dir);
   if (scenario == "stuck-receive") return zpp::test::StuckReceive(std::move(job), dir);
-  if (two_comms && argc > 3) return zpp::test::TwoCommunicators(job, dir, std::atoi(argv[3]));
+  if (two_comms && argc > 3) {
+    const bool on_threads = argc > 4 && std::string(argv[4]) == "threads";
+    return zpp::test::TwoCommunicators(job, dir, std::atoi(argv[3]), on_threads);
+  }
   std::fprintf(stderr, "zpp-mp-worker: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

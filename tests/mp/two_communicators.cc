@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "config/config.h"
@@ -64,20 +65,46 @@ Result Exchange(transport::Transport& over, const char* name, int rank, uint64_t
              : ncclInternalError;
 }
 
+// `rounds` exchanges on one communicator, each checked; `sequence_base` is its first sequence.
+TwoCommunicatorsRun Rounds(transport::Transport& over, const char* name, int rank,
+                           uint64_t sequence_base, size_t bytes, int rounds) {
+  TwoCommunicatorsRun run;
+  for (int round = 0; round < rounds && run.first_failure == ncclSuccess; ++round) {
+    run.first_failure =
+        Exchange(over, name, rank, sequence_base + round, bytes, static_cast<uint8_t>(round * 2));
+    if (run.first_failure == ncclSuccess) ++run.rounds_done;
+  }
+  return run;
+}
+
 }  // namespace
 
-TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds) {
+TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds, bool on_threads) {
   TwoCommunicatorsRun run;
   std::unique_ptr<UcpTransport> second;
   run.first_failure = OpenSecond(job, &second);
+  if (run.first_failure != ncclSuccess) return run;
   // The first communicator's sequences 0 and 1 carried the address exchange.
+  if (on_threads) {
+    TwoCommunicatorsRun first_run;
+    std::thread first([&] {
+      first_run = Rounds(*job.transport, "the first's exchange", job.rank, 2, kLargeBytes, rounds);
+    });
+    const TwoCommunicatorsRun second_run =
+        Rounds(*second, "the second's exchange", job.rank, 0, kSmallBytes, rounds);
+    first.join();
+    run.rounds_done = std::min(first_run.rounds_done, second_run.rounds_done);
+    run.first_failure =
+        first_run.first_failure != ncclSuccess ? first_run.first_failure : second_run.first_failure;
+    return run;
+  }
   for (int round = 0; round < rounds && run.first_failure == ncclSuccess; ++round) {
     const auto fill = static_cast<uint8_t>(round * 2);
     run.first_failure =
         Exchange(*job.transport, "the first's exchange", job.rank, round + 2, kLargeBytes, fill);
     if (run.first_failure != ncclSuccess) break;
     run.first_failure =
-        Exchange(*second, "the second's exchange", job.rank, round, kSmallBytes, fill + 100);
+        Exchange(*second, "the second's exchange", job.rank, round, kSmallBytes, fill);
     if (run.first_failure == ncclSuccess) ++run.rounds_done;
   }
   return run;

@@ -16,7 +16,8 @@ struct TwoCommunicatorsRun {
 };
 
 // `job` holds the first communicator's transport (taken to be on other machines); the second is
-// opened here, its addresses exchanged over the first.
-TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds);
+// opened here, its addresses exchanged over the first. `on_threads`: each communicator's calls
+// on a thread of its own, as the torch backend runs them, both at once.
+TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds, bool on_threads);
 
 }  // namespace zpp::test
