@@ -54,6 +54,10 @@ constexpr std::chrono::milliseconds kLivenessPeriod(100);
 // unexpected eager data, and a peer's note must still be read).
 constexpr uint64_t kFaultLookPolls = 64;
 constexpr std::chrono::milliseconds kFaultLookPeriod(5);
+// How often a wait progresses the other communicators' idle workers (ProgressOthers): each look
+// polls every one of them, and what it frees (a peer waiting on one) is rare at UCX's default
+// socket buffers (bench/results/two_communicators_cpu.md).
+constexpr std::chrono::milliseconds kOthersPeriod(50);
 
 // How long the last operations of a healthy transport may take to drain at close.
 constexpr std::chrono::milliseconds kCloseBound(5000);
@@ -743,6 +747,7 @@ Result UcpTransport::WaitFor(std::vector<Pending>* pending, const char* what) {
   bool slept = false;
   uint64_t idle = 0;
   Clock::time_point next_look = start + kFaultLookPeriod;
+  Clock::time_point next_others = start + kOthersPeriod;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -765,7 +770,10 @@ Result UcpTransport::WaitFor(std::vector<Pending>* pending, const char* what) {
       const Clock::time_point now = Clock::now();
       if ((idle >= kFaultLookPolls && idle % kFaultLookPolls == 0) || now >= next_look) {
         next_look = now + kFaultLookPeriod;
-        ProgressOthers();
+        if (now >= next_others) {
+          next_others = now + kOthersPeriod;
+          ProgressOthers();
+        }
         if (Result found = LookForFaults(*pending, what); found != ncclSuccess) {
           Release(pending);
           return found;

@@ -156,10 +156,11 @@ class UcpTransport final : public Transport {
   // Frees the operations that have ended; what went wrong with one ("" if nothing), and in
   // `all_ended` whether none is left in progress. Under mutex_.
   std::string FreeEnded(std::vector<Pending>* pending, bool* all_ended);
-  // Progresses every other connected transport of this process that no wait is driving, until
-  // it has nothing to progress: UCX's TCP transport may hold work for a worker after its calls
-  // completed, and a peer waiting on that communicator would wait for this rank, busy on
-  // another, in turn (docs/architecture.md, "The same engine on CPU processes"). Under mutex_.
+  // Every kOthersPeriod of a wait: progresses every other connected transport of this process
+  // that no wait is driving, until it has nothing to progress. UCX's TCP transport may hold
+  // work for a worker after its calls completed, and a peer waiting on that communicator would
+  // wait for this rank, busy on another, in turn (docs/architecture.md, "The same engine on CPU
+  // processes"). Under mutex_.
   void ProgressOthers();
   // Drives the worker until every operation completed, a peer failed or the timeout passed;
   // counted in waits_ meanwhile.

@@ -195,10 +195,11 @@ TEST(MultiProcessTest, FailedReceiveFromAnotherMachineIsNotWrittenAfterTheError)
 // Two ranks make calls on two communicators over TCP (two_communicators.h), with UCX's socket
 // send buffers at 8 KB so that a call often ends with bytes of its worker still to move. Before
 // idle waits progressed the other communicators' workers, alternating calls hung within the
-// first 1000 rounds in 10 of 10 jobs (bench/results/two_communicators_cpu.md). `how`: "" to
-// alternate, "threads" for each communicator's calls on a thread of its own, both at once.
+// first 300 rounds in 9 of 10 jobs (bench/results/two_communicators_cpu.md), so three such jobs
+// all pass with it about once in a thousand. `how`: "" to alternate, "threads" for each
+// communicator's calls on a thread of its own, both at once.
 void ExpectTwoCommunicatorsComplete(const std::string& how) {
-  constexpr int kRounds = 1000;
+  constexpr int kRounds = 300;
   TempDir dir;
   std::vector<std::string> scenario = {"two-comms", dir.path(), std::to_string(kRounds)};
   if (!how.empty()) scenario.push_back(how);
@@ -216,7 +217,7 @@ void ExpectTwoCommunicatorsComplete(const std::string& how) {
 }
 
 TEST(MultiProcessTest, CallsOnTwoCommunicatorsOverTcpNeverWaitOnEachOther) {
-  ExpectTwoCommunicatorsComplete("");
+  for (int job = 0; job < 3; ++job) ExpectTwoCommunicatorsComplete("");
 }
 
 TEST(MultiProcessTest, TwoCommunicatorsOnTwoThreadsOverTcpComplete) {

@@ -1,8 +1,9 @@
 // Two communicators in each process of a two-rank zpp-launch job, over TCP as across machines
 // (HSDP's shard and replica groups): the ranks alternate a large exchange on the first and a
-// small one on the second. A transport progresses its UCX worker only inside its own calls, so a
-// call must not return while its bytes still wait in UCX's TCP buffer: the peer would wait for
-// them on the first communicator while this rank waits for it on the second.
+// small one on the second, or run each communicator's exchanges on a thread of its own. UCX
+// reads a socket only while its worker progresses: a rank busy on the second communicator must
+// still progress the first, whose peer waits there for bytes that this rank has not yet read
+// (bench/results/two_communicators_cpu.md).
 #pragma once
 
 #include "log/check.h"
