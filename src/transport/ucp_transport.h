@@ -2,8 +2,8 @@
 // memory between processes of one machine, TCP across machines (UCX picks; UCX_TLS overrides).
 // A zpp-launch job is one machine by construction, so there TCP is left out: polling its idle
 // sockets (an epoll_wait per progress call) doubled the time of 8 ranks sharing 2 cores.
-// One worker per communicator, driven by whichever stream worker waits on it, and by the waits of
-// the process's other communicators while they are idle (ProgressOthers). Every collective is
+// One worker per communicator, driven by whichever stream worker waits on it and, while none
+// does, by the waits of the process's other communicators (ProgressOthers). Every collective is
 // tagged messages (kind, source rank, sequence), so calls match by order as NCCL's do.
 //
 // Every tag also carries the communicator's call number and signature (CallLabel): messages of
