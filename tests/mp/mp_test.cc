@@ -220,6 +220,9 @@ TEST(MultiProcessTest, CallsOnTwoCommunicatorsOverTcpNeverWaitOnEachOther) {
   for (int job = 0; job < 3; ++job) ExpectTwoCommunicatorsComplete("");
 }
 
+// Both communicators at once, each waited on by its own thread, as the torch backend runs them:
+// ProgressOthers beside other threads' calls, for make tsan. The test above is the one that
+// holds the fix (tools/mutants.toml); here each worker is mostly driven by its own wait.
 TEST(MultiProcessTest, TwoCommunicatorsOnTwoThreadsOverTcpComplete) {
   ExpectTwoCommunicatorsComplete("threads");
 }

@@ -65,13 +65,26 @@ Result Exchange(transport::Transport& over, const char* name, int rank, uint64_t
              : ncclInternalError;
 }
 
-// `rounds` exchanges on one communicator, each checked; `sequence_base` is its first sequence.
-TwoCommunicatorsRun Rounds(transport::Transport& over, const char* name, int rank,
-                           uint64_t sequence_base, size_t bytes, int rounds) {
+// One communicator's part of the scenario: its name in errors, the sequence of its first
+// exchange (the first communicator's sequences 0 and 1 carried the address exchange), the
+// bytes each rank sends per exchange.
+struct Side {
+  transport::Transport& over;
+  const char* name;
+  uint64_t first_sequence;
+  size_t bytes;
+};
+
+Result Round(const Side& side, int rank, int round) {
+  return Exchange(side.over, side.name, rank, side.first_sequence + round, side.bytes,
+                  static_cast<uint8_t>(round * 2));
+}
+
+// `rounds` exchanges on one side, each checked.
+TwoCommunicatorsRun Rounds(const Side& side, int rank, int rounds) {
   TwoCommunicatorsRun run;
   for (int round = 0; round < rounds && run.first_failure == ncclSuccess; ++round) {
-    run.first_failure =
-        Exchange(over, name, rank, sequence_base + round, bytes, static_cast<uint8_t>(round * 2));
+    run.first_failure = Round(side, rank, round);
     if (run.first_failure == ncclSuccess) ++run.rounds_done;
   }
   return run;
@@ -81,30 +94,24 @@ TwoCommunicatorsRun Rounds(transport::Transport& over, const char* name, int ran
 
 TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds, bool on_threads) {
   TwoCommunicatorsRun run;
-  std::unique_ptr<UcpTransport> second;
-  run.first_failure = OpenSecond(job, &second);
+  std::unique_ptr<UcpTransport> second_transport;
+  run.first_failure = OpenSecond(job, &second_transport);
   if (run.first_failure != ncclSuccess) return run;
-  // The first communicator's sequences 0 and 1 carried the address exchange.
+  const Side first{*job.transport, "the first's exchange", 2, kLargeBytes};
+  const Side second{*second_transport, "the second's exchange", 0, kSmallBytes};
   if (on_threads) {
     TwoCommunicatorsRun first_run;
-    std::thread first([&] {
-      first_run = Rounds(*job.transport, "the first's exchange", job.rank, 2, kLargeBytes, rounds);
-    });
-    const TwoCommunicatorsRun second_run =
-        Rounds(*second, "the second's exchange", job.rank, 0, kSmallBytes, rounds);
-    first.join();
+    std::thread first_thread([&] { first_run = Rounds(first, job.rank, rounds); });
+    const TwoCommunicatorsRun second_run = Rounds(second, job.rank, rounds);
+    first_thread.join();
     run.rounds_done = std::min(first_run.rounds_done, second_run.rounds_done);
     run.first_failure =
         first_run.first_failure != ncclSuccess ? first_run.first_failure : second_run.first_failure;
     return run;
   }
   for (int round = 0; round < rounds && run.first_failure == ncclSuccess; ++round) {
-    const auto fill = static_cast<uint8_t>(round * 2);
-    run.first_failure =
-        Exchange(*job.transport, "the first's exchange", job.rank, round + 2, kLargeBytes, fill);
-    if (run.first_failure != ncclSuccess) break;
-    run.first_failure =
-        Exchange(*second, "the second's exchange", job.rank, round, kSmallBytes, fill);
+    run.first_failure = Round(first, job.rank, round);
+    if (run.first_failure == ncclSuccess) run.first_failure = Round(second, job.rank, round);
     if (run.first_failure == ncclSuccess) ++run.rounds_done;
   }
   return run;
