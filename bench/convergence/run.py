@@ -259,6 +259,27 @@ def runs_of(args, framework):
     return runs
 
 
+# A rank of the gloo reference (zpp not loaded) has aborted at exit after every step was written,
+# past the barrier before destroy_process_group: twice in `make test` on 2 busy cores.
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def read_losses(csv_path):
+    """(step, loss, seconds) rows of a run's loss.csv; none if it was never written."""
+    if not os.path.exists(csv_path):
+        return []
+    with open(csv_path) as source:
+        return [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
+                for r in csv.DictReader(source)]
+
+
+def teardown_abort(log_path, rows, steps):
+    """Whether a run wrote every step's loss (each an all-reduce over every rank: all of them
+    trained to the end) and then died of the teardown abort alone."""
+    with open(log_path, errors="replace") as log:
+        return len(rows) == steps and TEARDOWN_ABORT in log.read()
+
+
 def run_one(args, framework, mode):
     """Trains once; returns (loss rows, per-rank stats or None, wall seconds)."""
     directory = os.path.join(args.out, "runs", framework, slug(mode))
@@ -311,15 +332,17 @@ def run_one(args, framework, mode):
         except subprocess.TimeoutExpired:
             failure = f"still running after {args.timeout} s, killed"
     wall = time.monotonic() - start
-    if failure is not None:
+    rows = read_losses(csv_path)
+    if failure is not None and reference and teardown_abort(log_path, rows, args.steps):
+        print(f"convergence: {framework} {mode} (the reference, no zpp loaded) wrote all "
+              f"{args.steps} steps, then a rank aborted at exit ({failure}, \"{TEARDOWN_ABORT}\"); "
+              f"its losses are kept, see {log_path}", flush=True)
+    elif failure is not None:
         # The log lives in the build folder, which CI does not keep: its end goes to the output.
         with open(log_path, errors="replace") as log:
             tail = log.readlines()[-60:]
         raise SystemExit(f"convergence: {framework} {mode} failed ({failure}); the end of "
                          f"{log_path}:\n" + "".join(tail))
-    with open(csv_path) as source:
-        rows = [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
-                for r in csv.DictReader(source)]
     stats = None
     if not reference and (mode not in DEEPSPEED_OWN or counted):  # (hooks: counted)
         stats = []

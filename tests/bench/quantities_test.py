@@ -3,6 +3,7 @@ each run against plain at its own seed, and the verdict over the seeds."""
 import importlib.util
 import os
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..")
@@ -66,6 +67,29 @@ class PairingTest(unittest.TestCase):
         for mode in ("plain", "ar8", "bf16-hook"):
             self.assertEqual([run for run in runs if harness.base_mode(run) == mode],
                              [mode, f"{mode}@seed1", f"{mode}@seed2"])
+
+
+class TeardownAbortTest(unittest.TestCase):
+    """The reference run's losses are kept after an abort at exit only when every step was
+    written and the log shows that abort alone."""
+
+    def verdict(self, log_text, rows, steps=3):
+        with tempfile.TemporaryDirectory() as directory:
+            log_path = os.path.join(directory, "log.txt")
+            with open(log_path, "w") as log:
+                log.write(log_text)
+            return harness.teardown_abort(log_path, rows, steps)
+
+    def test_kept_only_with_every_step_and_the_abort(self):
+        rows = [(step, 2.0, 0.1) for step in range(3)]
+        abort = "final loss 2.0\n" + harness.TEARDOWN_ABORT + "\n"
+        self.assertTrue(self.verdict(abort, rows))
+        self.assertFalse(self.verdict(abort, rows[:2]))  # a rank died before the end
+        self.assertFalse(self.verdict("Segmentation fault\n", rows))  # another failure
+
+    def test_losses_of_a_run_that_never_wrote_them_are_none(self):
+        with tempfile.TemporaryDirectory() as directory:
+            self.assertEqual(harness.read_losses(os.path.join(directory, "loss.csv")), [])
 
 
 if __name__ == "__main__":
