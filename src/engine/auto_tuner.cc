@@ -184,7 +184,7 @@ Result AutoTuner::WatchDrift(BackendByteAllGather& exchange) {
   ZPP_INFO(kTune,
            "measured calls took %.2fx what the committed trials measured for %d step epochs: "
            "recalibrated%s",
-           agreed, tune::kDriftEpochs, tuning ? ", the trials start again" : " (failed)");
+           agreed, drift_.required(), tuning ? ", the trials start again" : " (failed)");
   if (tuning == nullptr) {  // the same on every rank: the figures' agreement said so
     trials_.reset();
     engine_.SetTuning(nullptr);

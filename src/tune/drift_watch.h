@@ -27,6 +27,8 @@ class DriftWatch {
   bool Observe(std::span<const double> ratios);
   // After a recalibration: whether it changed any decision (every rank knows the same).
   void Recalibrated(bool decisions_changed);
+  // The epochs in a row that Observe waits for now (those the last true of Observe waited for).
+  int required() const { return required_; }
 
   // For the log: the geometric mean of every rank's ratio (ranks without one left out; none: 1).
   static double Agree(std::span<const double> ratios);

@@ -40,6 +40,7 @@ TEST(DriftWatchTest, ARecalibrationThatChangedNothingDoublesTheWait) {
   EXPECT_EQ(epochs_to_recalibrate(), kDriftEpochs);
   watch.Recalibrated(false);
   EXPECT_EQ(epochs_to_recalibrate(), 2 * kDriftEpochs);
+  EXPECT_EQ(watch.required(), 2 * kDriftEpochs);  // what the log line names
   watch.Recalibrated(false);
   EXPECT_EQ(epochs_to_recalibrate(), 4 * kDriftEpochs);
   watch.Recalibrated(true);  // the new figures changed a decision: watch closely again
