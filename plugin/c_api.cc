@@ -134,8 +134,8 @@ ZPP_API ncclResult_t zppHpzStepSkipped(uint64_t step, uint64_t failures) {
     zpp::ProcessStepEpoch().CountSkippedStep();
     ZPP_WARN(
         "hpZ: optimizer step %llu skipped on every rank (its gradients dropped, the weights "
-        "unchanged): %llu hpZ check(s) failed in it, or the ranks reused different kept fills, so "
-        "some gathers held NaN or a stale shard; reuse goes on from the next step",
+        "unchanged): %llu hpZ check(s) failed in it, so some gathers held NaN or a stale shard; "
+        "reuse goes on from the next step",
         static_cast<unsigned long long>(step), static_cast<unsigned long long>(failures));
     return ncclSuccess;
   });

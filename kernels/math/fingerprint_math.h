@@ -9,7 +9,7 @@
 // is, whether some byte differs from the byte 8 places before it (a buffer of 8 bytes or fewer
 // never varies). A buffer that does not vary repeats its first word, as a constant tensor of any
 // element size does (LayerNorm weights all ones, zero biases): hpZ never derives reuse from the
-// equality of such shards (codec/math/reuse_pattern_math.h), because different layers hold them
+// equality of such shards (kernels/math/reuse_pattern_math.h), because different layers hold them
 // alike until training moves one of them, at any step. Adding even terms never carries into
 // bit 0, so setting it (an atomic OR) commutes with the atomic sum on the device.
 #pragma once

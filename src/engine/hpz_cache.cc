@@ -133,8 +133,8 @@ Result HpzCache::ReadPreviousRecord() {
     warned_disagreement_ = true;
     ZPP_WARN(
         "hpZ: by step epoch %llu the ranks %s (rank(s) %s): a framework whose ranks issue "
-        "different gathers, or shards equal across layers on some ranks only; the step "
-        "guard skips each step where the choices differed",
+        "different gathers, or shards equal across layers on some ranks only; gathers may "
+        "have held stale shards (the step guard skips only steps whose checks failed)",
         epoch,
         same_decisions ? "chose different kept fills in the same hits"
                        : "paired their all-gathers differently",

@@ -14,13 +14,13 @@
 // A delta is sent only when every rank can apply it, decided from state that is the same on
 // every rank: the same place held the same (count, dtype) last step and its reference was kept
 // (same sizes and order on every rank), the step epoch is not a refresh (every
-// ZPP_QWZ_DELTA_REFRESH epochs), and hpZ's agreed state has not turned reuse off after a
-// verification failure. Otherwise the call sends in full (ZPP_QWZ_BITS pieces with ZPP_QWZ,
+// ZPP_QWZ_DELTA_REFRESH epochs), and no epoch record has reported an hpZ verification failure on
+// any rank. Otherwise the call sends in full (ZPP_QWZ_BITS pieces with ZPP_QWZ,
 // else the exact shard), on every rank alike, and the reference starts afresh from what was
 // received. Each delta carries the fingerprint of the sender's reference; a receiver whose copy
 // differs turns that shard into NaN (never silently wrong weights) and counts an hpZ
-// verification failure, which the next epoch records carry to every rank, and deltas and reuse
-// then stop for good, as for hpZ.
+// verification failure, which the next epoch records carry to every rank; deltas then send in
+// full for good, while hpZ's reuse goes on.
 //
 // Memory: the references are bounded by ZPP_HPZ_MAX_MB (apart from hpZ's kept partitions) and
 // come from the pool; a call past the bound, or refused, runs full sends and keeps nothing.

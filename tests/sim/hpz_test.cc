@@ -286,9 +286,9 @@ TEST(HpzChangedSequenceTest, ExtraGatherAmongCallsOfOneSizeReadsTheRightPartitio
 // forward. Layer 3's backward gather pairs with that extra fill: rank 0 finds it equal to its
 // shard and sends it; the others send layer 3's. Rank 0's partition holds rank 4's shard of
 // layer 0, so node 0's ranks receive it in place of rank 4's layer 3: a stale shard no rank can
-// see on the spot. The ranks' choice sums differ (the step guard, zpp_step_guard.py, skips that
-// step under torch), and every rank says so when epoch 3's record is read (epoch 5), naming
-// rank 0. Reuse goes on.
+// see on the spot. The ranks' choice sums differ (no check failed: the step guard,
+// zpp_step_guard.py, does not skip that step), and every rank says so when epoch 3's record is read
+// (epoch 5), naming rank 0. Reuse goes on.
 TEST(HpzMisuseTest, RanksChoosingDifferentPartitionsAreLoudEverywhere) {
   TrainingSpec spec = Spec(TechniquesOn(false, true, false), InputBuffers::kFramework);
   spec.layer_counts = {2048, 2048, 2048, 2048};
