@@ -1,5 +1,6 @@
 #include "engine/auto_tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 #include <string>
@@ -38,7 +39,8 @@ AutoTuner::AutoTuner(Backend& backend, Stream& control, Engine& engine, StatsCou
       stats_(stats),
       settings_(options.settings),
       epoch_(options.epoch),
-      step_clock_(SteadyClockUs) {
+      step_clock_(SteadyClockUs),
+      exchange_(backend, control) {
   // The first epoch is the first trial's: its calls are measured as that candidate's.
   trials_.emplace(options.tuning);
   engine_.SetTuning(trials_->current());
@@ -55,7 +57,8 @@ Result AutoTuner::Prepare() {
   while (spares_.size() < 2 * kTimedCallsPerEpoch) {
     ZPP_CHECK(backend_.CreateTimingEvent(&spares_.emplace_back()));
   }
-  return ncclSuccess;
+  // The larger of an advance's two exchanges: the trials' record, the drift's ratio.
+  return exchange_.Reserve(std::max<size_t>(tune::kTrialRecordValues, 1) * sizeof(double));
 }
 
 double AutoTuner::ExpectedUs(const plan::Call& call, const plan::Plan& ran) const {
@@ -141,20 +144,19 @@ Result AutoTuner::AtCall() {
   advanced_at_us_ = now;
   if (!trials_) return ncclSuccess;  // a recalibration failed: the static rule from then on
   // Every rank is here at the same call: the first after the same optimizer step.
-  BackendByteAllGather exchange(backend_, control_);
-  return trials_->running() ? AdvanceTrials(exchange, step_us) : WatchDrift(exchange);
+  return trials_->running() ? AdvanceTrials(step_us) : WatchDrift();
 }
 
 double AutoTuner::DriftRatio() { return drift_.Ratio(expected_total_us_, measured_total_us_); }
 
-Result AutoTuner::AdvanceTrials(BackendByteAllGather& exchange, double step_us) {
+Result AutoTuner::AdvanceTrials(double step_us) {
   std::vector<double> mine = trial_log_.TakeMeans(trials_->current()->table.hit_ratios());
   ZPP_TRACE(kTune, "trial epoch of %.0f us: this rank's mean per call by table entry (us):%s",
             step_us, DescribeMeans(mine).c_str());
   mine.push_back(step_us);
-  std::vector<double> all(tune::kTrialRecordValues * static_cast<size_t>(exchange.size()));
+  std::vector<double> all(tune::kTrialRecordValues * static_cast<size_t>(exchange_.size()));
   ZPP_CHECK(
-      exchange.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
+      exchange_.AllGather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
   trials_->Advance(tune::AgreeOnEpoch(all));
   engine_.SetTuning(trials_->current());
   if (trials_->running()) return ncclSuccess;
@@ -171,16 +173,16 @@ Result AutoTuner::AdvanceTrials(BackendByteAllGather& exchange, double step_us) 
   return ncclSuccess;
 }
 
-Result AutoTuner::WatchDrift(BackendByteAllGather& exchange) {
+Result AutoTuner::WatchDrift() {
   const double mine = DriftRatio();
-  std::vector<double> ratios(static_cast<size_t>(exchange.size()));
-  ZPP_CHECK(exchange.AllGather(std::as_bytes(std::span(&mine, 1)),
-                               std::as_writable_bytes(std::span(ratios))));
+  std::vector<double> ratios(static_cast<size_t>(exchange_.size()));
+  ZPP_CHECK(exchange_.AllGather(std::as_bytes(std::span(&mine, 1)),
+                                std::as_writable_bytes(std::span(ratios))));
   if (!drift_.Observe(ratios)) return ncclSuccess;
   const double agreed = tune::DriftWatch::Agree(ratios);
   ++recalibrations_;
   std::shared_ptr<const tune::Tuning> tuning;
-  ZPP_CHECK(tune::SetUpTuning(backend_, control_, exchange, engine_.shape(), settings_, &tuning));
+  ZPP_CHECK(tune::SetUpTuning(backend_, control_, exchange_, engine_.shape(), settings_, &tuning));
   ZPP_INFO(kTune,
            "measured calls took %.2fx what the committed trials measured for %d step epochs: "
            "recalibrated%s",

@@ -30,7 +30,8 @@ class AutoTuner {
   // `control`: the stream of the ranks' exchanges at an advance.
   AutoTuner(Backend& backend, Stream& control, Engine& engine, StatsCounters& stats,
             const EngineOptions& options);
-  // At set-up: the timing events (the collective path makes none).
+  // At set-up: the timing events and the advances' exchange buffers (the collective path makes
+  // none).
   Result Prepare();
   // Before a call is planned, on every rank at the same call (outside NCCL groups and graph
   // captures): at a new step epoch, the read-back, the agreement and the next table.
@@ -64,8 +65,8 @@ class AutoTuner {
   // The last epoch's times into the trials' log, the drift figures and the stats.
   Result ReadBack();
   // `step_us`: this rank's wall time of the epoch that ended (0: not one whole epoch).
-  Result AdvanceTrials(BackendByteAllGather& exchange, double step_us);
-  Result WatchDrift(BackendByteAllGather& exchange);
+  Result AdvanceTrials(double step_us);
+  Result WatchDrift();
   double DriftRatio();  // this rank's measured over expected time since the last look
   double ExpectedUs(const plan::Call& call, const plan::Plan& ran) const;
 
@@ -87,6 +88,7 @@ class AutoTuner {
   double expected_total_us_ = 0, measured_total_us_ = 0;
   std::vector<TimedCall> timed_;                // this epoch's, read back at the next advance
   std::vector<std::unique_ptr<Event>> spares_;  // timing events free for the next calls
+  BackendByteAllGather exchange_;               // the ranks' agreement at each advance
   bool told_untimed_ = false;
   int recalibrations_ = 0;
 };

@@ -70,8 +70,11 @@ struct Afterwards {
 // injected clock `price`, for `trial_steps` epochs, then `after`; each rank's outcome.
 // `epoch_stride`: how far the step epoch moves between two calls (more than 1: the communicator
 // sat out epochs).
+// `refuse_from`: from that step on (0: never), every device allocation and event creation fails
+// (what the collective path must not need once each plan has run: the engine here has no
+// reserved pool, and its buffers grow at a plan's first call).
 std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwards after = {},
-                               uint64_t epoch_stride = 1) {
+                               uint64_t epoch_stride = 1, int refuse_from = 0) {
   sim::SimWorld world(kLayout);
   const plan::Settings settings = AllOn();
   const auto calibrated = CloseCall(settings);
@@ -101,6 +104,7 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
         [priced, price] { return priced(price.per_kernel + price.per_kernel_outside); });
     ASSERT_EQ(tuner.Prepare(), ncclSuccess);
     std::vector<float> send(std::max(kCount, after.count), 1.0f), recv(send.size() * 4);
+    int steps_run = 0;
     auto step = [&](size_t count) {
       const AllGatherArgs args{send.data(), recv.data(), count, ncclFloat32};
       ASSERT_EQ(tuner.AtCall(), ncclSuccess);
@@ -108,6 +112,10 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
                             [&](plan::Plan* ran) { return engine.AllGather(args, *stream, ran); }),
                 ncclSuccess);
       epoch += epoch_stride;
+      if (++steps_run == refuse_from) {
+        backend.SetAllocationLimitForTesting(0);
+        backend.SetEventCreationFailsForTesting(true);
+      }
     };
     for (int s = 0; s < trial_steps; ++s) step(kCount);
     const AllGatherArgs args{send.data(), recv.data(), kCount, ncclFloat32};
@@ -123,6 +131,19 @@ std::vector<Outcome> RunTrials(const CallPrice& price, int trial_steps, Afterwar
 }
 
 int StepsForEveryTrial() { return tune::kEpochsPerTrial * CloseCall(AllOn())->table.Trials() + 1; }
+
+// The advances after every candidate ran once, through the trials, the commit and the drift's
+// watch, allocate nothing on the device and make no event (docs/architecture.md, contract 3): a
+// failure there would be one rank's alone.
+TEST(AutoTunerTest, AdvancesMakeNothingOnTheCollectivePath) {
+  const std::vector<Outcome> outcomes =
+      RunTrials({1000, 10, 0}, StepsForEveryTrial(), {.steps = tune::kDriftEpochs + 2}, 1,
+                CloseCall(AllOn())->table.Trials());
+  for (const Outcome& outcome : outcomes) {
+    EXPECT_EQ(outcome.committed.reason, zppReasonTuned);
+    EXPECT_EQ(outcome.recalibrations, 0);
+  }
+}
 
 // Kernels priced far above collectives: every rank commits to NCCL's call, and keeps as its
 // expected time exactly what the injected clock gave the plain call (one collective).
