@@ -217,19 +217,31 @@ DecisionTable DecisionTable::ForTrial(int t) const {
   return table;
 }
 
+int DecisionTable::Lossiness(uint8_t choice) {
+  if ((choice & (kQwz | kQgz | kQar)) == 0) return 0;
+  return (choice & kWide) != 0 ? 1 : 2;
+}
+
 DecisionTable DecisionTable::Committed(const std::vector<std::vector<double>>& means) const {
   DecisionTable table = *this;  // the model's choice where no trial measured
   table.hit_ratio_now_ = {};
   for (int e = 0; e < kEntries; ++e) {
-    double best = 0;
-    for (int t = 0; t < shortlisted_[e] && t < static_cast<int>(means.size()); ++t) {
+    const int tried = std::min(static_cast<int>(shortlisted_[e]), static_cast<int>(means.size()));
+    double fastest = 0;
+    for (int t = 0; t < tried; ++t) {
       const double us = means[t][e];
-      if (us > 0 && (best == 0 || us < best)) {
-        best = us;
-        table.choice_[e] = shortlist_[e][t];
-      }
+      if (us > 0 && (fastest == 0 || us < fastest)) fastest = us;
     }
-    table.expected_us_[e] = static_cast<float>(best);
+    int pick = -1;
+    for (int t = 0; t < tried; ++t) {
+      const double us = means[t][e];
+      if (!(us > 0) || us > fastest * (1 + kLossyMargin)) continue;
+      const int lossiness = Lossiness(shortlist_[e][t]);
+      const int picked = pick < 0 ? 0 : Lossiness(shortlist_[e][pick]);
+      if (pick < 0 || lossiness < picked || (lossiness == picked && us < means[pick][e])) pick = t;
+    }
+    if (pick >= 0) table.choice_[e] = shortlist_[e][pick];
+    table.expected_us_[e] = pick >= 0 ? static_cast<float>(means[pick][e]) : 0.0f;
   }
   return table;
 }

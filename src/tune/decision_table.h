@@ -47,7 +47,8 @@ class DecisionTable {
   std::span<const float> hit_ratios() const { return hit_ratio_now_; }
   // The table the trials measured fastest: `means[t][entry]` is the agreed mean wall time of a
   // call of the entry under ForTrial(t) (0: no call), and a measured entry keeps that time as
-  // what it expects (ExpectedUs). Entries no trial measured keep the model's choice.
+  // what it expects (ExpectedUs); among candidates within kLossyMargin of the fastest, the least
+  // lossy (Lossiness), then the fastest. Entries no trial measured keep the model's choice.
   DecisionTable Committed(const std::vector<std::vector<double>>& means) const;
   // The table of trial `t` for good (its step measured shortest), each entry expecting what that
   // trial measured of it.
@@ -74,6 +75,12 @@ class DecisionTable {
   // The model is a prior, not the truth (on CPU ranks it misses the transport's CPU time and the
   // wait for late peers): a candidate it puts within this factor of the best is tried.
   static constexpr double kShortlistFactor = 3.0;
+  // A lossier choice is taken only where it measured faster by more than this fraction: within
+  // it, the difference is the machine's noise, and a quantization error would buy nothing.
+  static constexpr double kLossyMargin = 0.03;
+  // 0: exact (NCCL, hpZ); 1: quantized at 8 bits where the user asked for fewer (kWide); 2: at
+  // the user's bits.
+  static int Lossiness(uint8_t choice);
   static int BandOf(uint64_t bytes);
   // The entry (op x dtype x band) of `call`.
   int EntryOf(const plan::Call& call) const;

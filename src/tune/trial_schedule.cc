@@ -108,15 +108,32 @@ bool TrialSchedule::PerCallChoicesTried() const {
   return false;
 }
 
+double TrialSchedule::PerCallStep() const {
+  const auto trials = static_cast<size_t>(base_->table.Trials());
+  if (steps_.size() > trials) return steps_[trials];  // they ran epochs of their own
+  double step = 0;
+  for (size_t t = 0; t < steps_.size(); ++t) {
+    if (base_->table.ForTrial(static_cast<int>(t)).SameWhereMeasured(*per_call_, means_)) {
+      KeepFaster(step, steps_[t]);
+    }
+  }
+  return step;
+}
+
 void TrialSchedule::Commit() {
   const int trials = base_->table.Trials();
   chosen_ = trials;  // the per-call choices, unless a table's step measured shorter
   double shortest = 0;
+  int fastest = trials;
   for (size_t run = 0; run < steps_.size() && measured_; ++run) {
     const double before = shortest;
     KeepFaster(shortest, steps_[run]);
-    if (shortest != before) chosen_ = static_cast<int>(run);
+    if (shortest != before) fastest = static_cast<int>(run);
   }
+  // The per-call choices (the least lossy within the margin, per entry) stand unless another
+  // table's step was shorter by more than the margin: a step within it is the machine's noise.
+  const double own = measured_ ? PerCallStep() : 0;
+  if (!(own > 0 && own <= shortest * (1 + DecisionTable::kLossyMargin))) chosen_ = fastest;
   auto tuning = std::make_shared<Tuning>(*base_);
   const bool per_call =
       chosen_ == trials || base_->table.ForTrial(chosen_).SameWhereMeasured(*per_call_, means_);

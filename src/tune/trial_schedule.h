@@ -8,9 +8,11 @@
 // call's time misses what a candidate costs the rest of the step (codec work on cores or SMs
 // that compute shares), so the step has the last word: where the per-call choices differ from
 // every trial's table, that table runs kEpochsPerTrial epochs too, and the commit goes to the
-// table, tried or per-call, whose step measured shortest. Every rank advances at the same call
-// with the same agreed figures, so every rank holds the same table (contract 3). Pure: the caller
-// measures, exchanges and installs the tables.
+// table, tried or per-call, whose step measured shortest. A lossier candidate must be faster by
+// more than DecisionTable::kLossyMargin: per entry, the least lossy within it of the fastest;
+// per step, the per-call choices stand unless another table's step is shorter by more. Every
+// rank advances at the same call with the same agreed figures, so every rank holds the same table
+// (contract 3). Pure: the caller measures, exchanges and installs the tables.
 #pragma once
 
 #include <memory>
@@ -77,6 +79,9 @@ class TrialSchedule {
  private:
   // Whether the per-call choices are a trial's table where any trial measured (its step known).
   bool PerCallChoicesTried() const;
+  // The per-call choices' step: their own epochs', else that of the trials whose table they are
+  // where measured (0: none).
+  double PerCallStep() const;
   void Commit();
 
   std::shared_ptr<const Tuning> base_;

@@ -1,12 +1,14 @@
 // ZPP_TUNE=auto's trials (tune/trial_schedule.h, the shortlist of tune/decision_table.h): the
 // model shortlists, each candidate runs two epochs, and the commit takes the candidate measured
 // fastest by its faster epoch, whatever the model preferred, unless a table's step measured
-// shorter; hpZ's candidates run last and count the hits they buy; the tuner never chooses qwZ
-// with fewer bits than the user's.
+// shorter; a lossier candidate must be faster by more than DecisionTable::kLossyMargin; hpZ's
+// candidates run last and count the hits they buy; the tuner never chooses qwZ with fewer bits
+// than the user's.
 #include "tune/trial_schedule.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <set>
 #include <vector>
@@ -100,7 +102,8 @@ TEST(TrialScheduleTest, TheLastCandidateWinsWhenItMeasuresFastest) {
   const uint8_t last = base->table.ForTrial(base->table.Trials() - 1).Choice(kGather);
   TrialSchedule trials(base);
   for (int epoch = 0; trials.running(); ++epoch) {
-    trials.Advance(Measured(entry, 1000.0 - epoch));  // each trial faster than the one before
+    // Each trial a tenth faster than the one before: beyond DecisionTable::kLossyMargin.
+    trials.Advance(Measured(entry, 1000.0 * std::pow(0.9, epoch)));
   }
   EXPECT_EQ(trials.current()->table.Choice(kGather), last);
 }
@@ -204,7 +207,9 @@ TEST(TrialScheduleTest, PerCallChoicesUnlikeEveryTrialAreCheckedByTheirStep) {
     }
   }
   ASSERT_GE(second, 0) << "the test needs a second entry with a shortlist";
-  for (const double checked_step : {8000.0, 12000.0}) {
+  // The trials' steps are 10000: the per-call choices' 8000 and 10200 (within the margin) commit
+  // them, 12000 does not.
+  for (const double checked_step : {8000.0, 10200.0, 12000.0}) {
     TrialSchedule trials(base);
     for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
       for (int t = 0; t < table.Trials(); ++t) {
@@ -221,9 +226,34 @@ TEST(TrialScheduleTest, PerCallChoicesUnlikeEveryTrialAreCheckedByTheirStep) {
     }
     ASSERT_FALSE(trials.running());
     const DecisionTable& committed = trials.current()->table;
-    const int from = checked_step < 10000 ? 1 : 0;  // 0: trial 1's table, the first shortest
+    const int from = checked_step < 10300 ? 1 : 0;  // 0: trial 1's table, the first shortest
     EXPECT_EQ(committed.Choice(other), table.ForTrial(from).Choice(other)) << checked_step;
     EXPECT_EQ(committed.Choice(kGather), table.ForTrial(0).Choice(kGather)) << checked_step;
+  }
+}
+
+// An exact candidate and a lossy one of one entry, measured close: the lossy one is committed
+// only where it measured faster by more than kLossyMargin.
+TEST(TrialScheduleTest, ALossierCandidateMustBeFasterByTheMargin) {
+  const auto base = Base(AllOn());
+  const DecisionTable& table = base->table;
+  const int entry = table.EntryOf(kGather);
+  int exact = -1, lossy = -1;
+  for (int t = 0; t < table.Trials(); ++t) {
+    const int lossiness = DecisionTable::Lossiness(table.ForTrial(t).Choice(kGather));
+    if (lossiness == 0 && exact < 0) exact = t;
+    if (lossiness > 0 && lossy < 0) lossy = t;
+  }
+  ASSERT_TRUE(exact >= 0 && lossy >= 0) << "the test needs an exact and a lossy candidate";
+  for (const double lossy_us : {980.0, 960.0}) {  // 2% and 4% faster than the exact one's 1000
+    TrialSchedule trials(base);
+    for (int epoch = 0; trials.running(); ++epoch) {
+      const int t = epoch % table.Trials();
+      trials.Advance(Measured(entry, t == lossy ? lossy_us : t == exact ? 1000 : 2000, 10000));
+    }
+    const int expected = lossy_us > 1000 * (1 - DecisionTable::kLossyMargin) ? exact : lossy;
+    EXPECT_EQ(trials.current()->table.Choice(kGather), table.ForTrial(expected).Choice(kGather))
+        << lossy_us;
   }
 }
 
