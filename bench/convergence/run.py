@@ -267,19 +267,24 @@ TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 def read_losses(csv_path):
-    """(step, loss, seconds) rows of a run's loss.csv; none if it was never written."""
-    if not os.path.exists(csv_path):
+    """(step, loss, seconds) rows of a run's loss.csv; none if it was never written whole."""
+    try:
+        with open(csv_path) as source:
+            return [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
+                    for r in csv.DictReader(source)]
+    except (OSError, KeyError, TypeError, ValueError):
         return []
-    with open(csv_path) as source:
-        return [(int(r["step"]), float(r["loss"]), float(r["seconds"]))
-                for r in csv.DictReader(source)]
 
 
 def teardown_abort(log_path, rows, steps):
     """Whether a run wrote every step's loss (each an all-reduce over every rank: all of them
-    trained to the end) and then died of the teardown abort alone."""
+    trained to the end) and then died of the teardown abort alone: torchrun's summary names only
+    ranks aborted (-6) and ranks it stopped after them (-15)."""
     with open(log_path, errors="replace") as log:
-        return len(rows) == steps and TEARDOWN_ABORT in log.read()
+        text = log.read()
+    codes = set(re.findall(r"exitcode\s*:\s*(-?\d+)", text))
+    return len(rows) == steps and TEARDOWN_ABORT in text and "-6" in codes and codes <= {
+        "-6", "-15"}
 
 
 def run_one(args, framework, mode):
@@ -336,7 +341,8 @@ def run_one(args, framework, mode):
     wall = time.monotonic() - start
     rows = read_losses(csv_path)
     without_zpp = reference or hook is not None or mode in DEEPSPEED_OWN
-    if failure is not None and without_zpp and teardown_abort(log_path, rows, args.steps):
+    exited = failure is not None and failure.startswith("exit")  # not killed for the time
+    if exited and without_zpp and teardown_abort(log_path, rows, args.steps):
         print(f"convergence: {framework} {mode} (zpp not loaded) wrote all "
               f"{args.steps} steps, then a rank aborted at exit ({failure}, \"{TEARDOWN_ABORT}\"); "
               f"its losses are kept, see {log_path}", flush=True)
@@ -346,6 +352,9 @@ def run_one(args, framework, mode):
             tail = log.readlines()[-60:]
         raise SystemExit(f"convergence: {framework} {mode} failed ({failure}); the end of "
                          f"{log_path}:\n" + "".join(tail))
+    if len(rows) != args.steps:
+        raise SystemExit(f"convergence: {framework} {mode} ended, but {csv_path} holds "
+                         f"{len(rows)} of {args.steps} steps")
     stats = None
     if not reference and (mode not in DEEPSPEED_OWN or counted):  # (hooks: counted)
         stats = []

@@ -267,6 +267,14 @@ bool DecisionTable::SameWhereMeasured(const DecisionTable& other,
   return true;
 }
 
+bool DecisionTable::NoLossierWhereMeasured(const DecisionTable& other,
+                                           const std::vector<std::vector<double>>& means) const {
+  for (int e = 0; e < kEntries; ++e) {
+    if (MeasuredAt(means, e) && Lossiness(choice_[e]) > Lossiness(other.choice_[e])) return false;
+  }
+  return true;
+}
+
 double DecisionTable::ExpectedUs(const plan::Call& call) const {
   return expected_us_[EntryOf(call)];
 }

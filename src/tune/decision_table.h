@@ -56,6 +56,9 @@ class DecisionTable {
   // Whether `other` chooses as this table does at every entry some trial measured.
   bool SameWhereMeasured(const DecisionTable& other,
                          const std::vector<std::vector<double>>& means) const;
+  // Whether this table's choice is no lossier than `other`'s at every entry some trial measured.
+  bool NoLossierWhereMeasured(const DecisionTable& other,
+                              const std::vector<std::vector<double>>& means) const;
   // The committed measurement of `call`'s entry (microseconds; 0: none).
   double ExpectedUs(const plan::Call& call) const;
   // For the log: each measured entry's candidates with their times, and the choice.

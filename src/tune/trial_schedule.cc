@@ -130,10 +130,14 @@ void TrialSchedule::Commit() {
     KeepFaster(shortest, steps_[run]);
     if (shortest != before) fastest = static_cast<int>(run);
   }
-  // The per-call choices (the least lossy within the margin, per entry) stand unless another
-  // table's step was shorter by more than the margin: a step within it is the machine's noise.
+  // The per-call choices (the least lossy within the margin, per entry) stand against a table
+  // whose step was shorter by less than the margin (the machine's noise), unless they are lossier
+  // than that table somewhere.
   const double own = measured_ ? PerCallStep() : 0;
-  if (!(own > 0 && own <= shortest * (1 + DecisionTable::kLossyMargin))) chosen_ = fastest;
+  const bool own_stands = own > 0 && own <= shortest * (1 + DecisionTable::kLossyMargin) &&
+                          (fastest == trials || per_call_->NoLossierWhereMeasured(
+                                                    base_->table.ForTrial(fastest), means_));
+  if (!own_stands) chosen_ = fastest;
   auto tuning = std::make_shared<Tuning>(*base_);
   const bool per_call =
       chosen_ == trials || base_->table.ForTrial(chosen_).SameWhereMeasured(*per_call_, means_);

@@ -10,9 +10,10 @@
 // every trial's table, that table runs kEpochsPerTrial epochs too, and the commit goes to the
 // table, tried or per-call, whose step measured shortest. A lossier candidate must be faster by
 // more than DecisionTable::kLossyMargin: per entry, the least lossy within it of the fastest;
-// per step, the per-call choices stand unless another table's step is shorter by more. Every
-// rank advances at the same call with the same agreed figures, so every rank holds the same table
-// (contract 3). Pure: the caller measures, exchanges and installs the tables.
+// per step, the per-call choices stand against a shorter step within it where they are no
+// lossier than that step's table. Every rank advances at the same call with the same agreed
+// figures, so every rank holds the same table (contract 3). Pure: the caller measures, exchanges
+// and installs the tables.
 #pragma once
 
 #include <memory>

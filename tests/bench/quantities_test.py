@@ -82,14 +82,23 @@ class TeardownAbortTest(unittest.TestCase):
 
     def test_kept_only_with_every_step_and_the_abort(self):
         rows = [(step, 2.0, 0.1) for step in range(3)]
-        abort = "final loss 2.0\n" + harness.TEARDOWN_ABORT + "\n"
+        summary = "  exitcode  : {}  (pid: 1)\n"
+        abort = ("final loss 2.0\n" + harness.TEARDOWN_ABORT + "\n" + summary.format(-15) +
+                 summary.format(-6))
         self.assertTrue(self.verdict(abort, rows))
         self.assertFalse(self.verdict(abort, rows[:2]))  # a rank died before the end
-        self.assertFalse(self.verdict("Segmentation fault\n", rows))  # another failure
+        self.assertFalse(self.verdict("Segmentation fault\n" + summary.format(-11), rows))
+        # The abort on one rank, a crash on another: not the abort alone.
+        self.assertFalse(self.verdict(abort + summary.format(-11), rows))
+        self.assertFalse(self.verdict(harness.TEARDOWN_ABORT + "\n", rows))  # no summary
 
-    def test_losses_of_a_run_that_never_wrote_them_are_none(self):
+    def test_losses_of_a_run_that_never_wrote_them_whole_are_none(self):
         with tempfile.TemporaryDirectory() as directory:
-            self.assertEqual(harness.read_losses(os.path.join(directory, "loss.csv")), [])
+            path = os.path.join(directory, "loss.csv")
+            self.assertEqual(harness.read_losses(path), [])
+            with open(path, "w") as out:
+                out.write("step,loss,seconds\n0,2.5,0.1\n1,2.4")  # cut short
+            self.assertEqual(harness.read_losses(path), [])
 
 
 if __name__ == "__main__":

@@ -207,9 +207,7 @@ TEST(TrialScheduleTest, PerCallChoicesUnlikeEveryTrialAreCheckedByTheirStep) {
     }
   }
   ASSERT_GE(second, 0) << "the test needs a second entry with a shortlist";
-  // The trials' steps are 10000: the per-call choices' 8000 and 10200 (within the margin) commit
-  // them, 12000 does not.
-  for (const double checked_step : {8000.0, 10200.0, 12000.0}) {
+  for (const double checked_step : {8000.0, 12000.0}) {
     TrialSchedule trials(base);
     for (int epoch = 0; epoch < kEpochsPerTrial; ++epoch) {
       for (int t = 0; t < table.Trials(); ++t) {
@@ -226,15 +224,21 @@ TEST(TrialScheduleTest, PerCallChoicesUnlikeEveryTrialAreCheckedByTheirStep) {
     }
     ASSERT_FALSE(trials.running());
     const DecisionTable& committed = trials.current()->table;
-    const int from = checked_step < 10300 ? 1 : 0;  // 0: trial 1's table, the first shortest
+    const int from = checked_step < 10000 ? 1 : 0;  // 0: trial 1's table, the first shortest
     EXPECT_EQ(committed.Choice(other), table.ForTrial(from).Choice(other)) << checked_step;
     EXPECT_EQ(committed.Choice(kGather), table.ForTrial(0).Choice(kGather)) << checked_step;
   }
 }
 
-// An exact candidate and a lossy one of one entry, measured close: the lossy one is committed
-// only where it measured faster by more than kLossyMargin.
-TEST(TrialScheduleTest, ALossierCandidateMustBeFasterByTheMargin) {
+// kGather's entry measured for its first exact and first lossy candidates (the others far
+// slower), per call and per epoch's step (0: not timed), and the trial expected to be committed.
+struct MarginCase {
+  double exact_us, lossy_us;
+  double exact_step, lossy_step;
+  bool lossy_committed;
+};
+
+void ExpectCommitted(const MarginCase& c) {
   const auto base = Base(AllOn());
   const DecisionTable& table = base->table;
   const int entry = table.EntryOf(kGather);
@@ -245,16 +249,31 @@ TEST(TrialScheduleTest, ALossierCandidateMustBeFasterByTheMargin) {
     if (lossiness > 0 && lossy < 0) lossy = t;
   }
   ASSERT_TRUE(exact >= 0 && lossy >= 0) << "the test needs an exact and a lossy candidate";
-  for (const double lossy_us : {980.0, 960.0}) {  // 2% and 4% faster than the exact one's 1000
-    TrialSchedule trials(base);
-    for (int epoch = 0; trials.running(); ++epoch) {
-      const int t = epoch % table.Trials();
-      trials.Advance(Measured(entry, t == lossy ? lossy_us : t == exact ? 1000 : 2000, 10000));
-    }
-    const int expected = lossy_us > 1000 * (1 - DecisionTable::kLossyMargin) ? exact : lossy;
-    EXPECT_EQ(trials.current()->table.Choice(kGather), table.ForTrial(expected).Choice(kGather))
-        << lossy_us;
+  TrialSchedule trials(base);
+  for (int epoch = 0; trials.running(); ++epoch) {
+    const int t = epoch % table.Trials();
+    const double us = t == exact ? c.exact_us : t == lossy ? c.lossy_us : 5000;
+    const double step = t == exact ? c.exact_step : t == lossy ? c.lossy_step : 20000;
+    trials.Advance(Measured(entry, us, c.exact_step > 0 ? step : 0));
   }
+  EXPECT_EQ(trials.current()->table.Choice(kGather),
+            table.ForTrial(c.lossy_committed ? lossy : exact).Choice(kGather))
+      << c.exact_us << " " << c.lossy_us << " " << c.exact_step << " " << c.lossy_step;
+}
+
+// No step timed (the calls decide): the lossy candidate is committed only where it measured
+// faster by more than kLossyMargin.
+TEST(TrialScheduleTest, ALossierCandidateMustBeFasterByTheMargin) {
+  ExpectCommitted({1000, 980, 0, 0, false});  // 2% faster
+  ExpectCommitted({1000, 960, 0, 0, true});   // 4% faster
+}
+
+// The per-call choices stand against a shorter step within kLossyMargin only where they are no
+// lossier than that step's table.
+TEST(TrialScheduleTest, TheStepMarginKeepsPerCallChoicesThatAreNoLossier) {
+  ExpectCommitted({1000, 1100, 10250, 10000, false});  // per-call exact; lossy step 2.4% shorter
+  ExpectCommitted({1000, 1100, 10600, 10000, true});   // the lossy step 5.7% shorter
+  ExpectCommitted({1000, 500, 10000, 10250, false});   // per-call lossy; the exact step shorter
 }
 
 TEST(TrialLogTest, MeansPerEntryAndAFreshStart) {
