@@ -57,8 +57,8 @@ Result AutoTuner::Prepare() {
   while (spares_.size() < 2 * kTimedCallsPerEpoch) {
     ZPP_CHECK(backend_.CreateTimingEvent(&spares_.emplace_back()));
   }
-  // The larger of an advance's two exchanges: the trials' record, the drift's ratio.
-  return exchange_.Reserve(std::max<size_t>(tune::kTrialRecordValues, 1) * sizeof(double));
+  // The larger of an advance's two exchanges: the trials' record (the drift's is one ratio).
+  return exchange_.Reserve(tune::kTrialRecordValues * sizeof(double));
 }
 
 double AutoTuner::ExpectedUs(const plan::Call& call, const plan::Plan& ran) const {

@@ -67,17 +67,19 @@ Result Exchange(transport::Transport& over, const char* name, int rank, uint64_t
 
 // One communicator's part of the scenario: its name in errors, the sequence of its first
 // exchange (the first communicator's sequences 0 and 1 carried the address exchange), the
-// bytes each rank sends per exchange.
+// bytes each rank sends per exchange, and what its fill adds to the round's (the two
+// communicators' bytes differ: one landing on the other is seen).
 struct Side {
   transport::Transport& over;
   const char* name;
   uint64_t first_sequence;
   size_t bytes;
+  uint8_t fill_offset;
 };
 
 Result Round(const Side& side, int rank, int round) {
   return Exchange(side.over, side.name, rank, side.first_sequence + round, side.bytes,
-                  static_cast<uint8_t>(round * 2));
+                  static_cast<uint8_t>(round * 2 + side.fill_offset));
 }
 
 // `rounds` exchanges on one side, each checked.
@@ -97,8 +99,8 @@ TwoCommunicatorsRun RunTwoCommunicators(const sim::LaunchedJob& job, int rounds,
   std::unique_ptr<UcpTransport> second_transport;
   run.first_failure = OpenSecond(job, &second_transport);
   if (run.first_failure != ncclSuccess) return run;
-  const Side first{*job.transport, "the first's exchange", 2, kLargeBytes};
-  const Side second{*second_transport, "the second's exchange", 0, kSmallBytes};
+  const Side first{*job.transport, "the first's exchange", 2, kLargeBytes, 0};
+  const Side second{*second_transport, "the second's exchange", 0, kSmallBytes, 100};
   if (on_threads) {
     TwoCommunicatorsRun first_run;
     std::thread first_thread([&] { first_run = Rounds(first, job.rank, rounds); });
